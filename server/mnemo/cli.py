@@ -1,0 +1,325 @@
+"""The ``mnemo`` command: remember, recall, recall-episode, forget, import, status, daemon.
+
+With ``--json``, recall and recall-episode print exactly the structured output of the MCP tools
+of the same name. Errors go to stderr as ``mnemo: error: …`` with exit status 1 (2 for usage).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TextIO, TypeVar
+
+import anyio
+from pydantic import BaseModel
+
+from mnemo import __version__
+from mnemo.config import Settings, load_settings
+from mnemo.daemon.client import DaemonClient
+from mnemo.daemon.launcher import daemon_pid, ensure_daemon, ping, stop_daemon
+from mnemo.episodes import Episode
+from mnemo.errors import InputError, MnemoError, validated
+from mnemo.importer import DEFAULT_BATCH_LINES, import_jsonl
+from mnemo.memories import EntityRef, Memory, MemoryType, RememberRequest
+from mnemo.recall import EpisodesResult, RecallEpisodeRequest, RecallRequest, RecallResult
+
+T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_RUNNING = 0, 1, 2, 3
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mnemo", description="Long-term memory for coding agents.")
+    parser.add_argument("--version", action="version", version=f"mnemo {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = commands.add_parser("remember", help="store an explicit memory")
+    p.add_argument("content", help="the memory, one self-contained statement")
+    p.add_argument("--type", required=True, choices=[t.value for t in MemoryType])
+    p.add_argument("--namespace", help="person:<name> or workspace:<id> (default: the active person)")
+    for w in ("what", "who", "when", "where", "why", "how"):
+        p.add_argument(f"--{w}", default="", help=f"the memory's {w}")
+    p.add_argument(
+        "--entity", action="append", default=[], metavar="NAME[:ROLE]", help="an entity it involves (repeatable)"
+    )
+    p.add_argument("--json", action="store_true", help="print the stored memory as JSON")
+
+    p = commands.add_parser("recall", help="search memories (and episodes when no memory answers)")
+    p.add_argument("query")
+    p.add_argument("--namespace")
+    p.add_argument("--type", action="append", dest="types", choices=[t.value for t in MemoryType])
+    p.add_argument("--history", action="store_true", dest="include_history", help="include closed memories")
+    p.add_argument("--limit", type=int, default=10)
+    p.add_argument("--json", action="store_true", help="print the MCP tool's structured output")
+
+    p = commands.add_parser("recall-episode", help="read raw episodes by id, session or query")
+    p.add_argument("id", nargs="?", help="an episode id")
+    p.add_argument("--session")
+    p.add_argument("--from-turn", type=int)
+    p.add_argument("--to-turn", type=int)
+    p.add_argument("--query")
+    p.add_argument("--namespace")
+    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--json", action="store_true", help="print the MCP tool's structured output")
+
+    p = commands.add_parser("forget", help="mark a memory forgotten (kept, no longer recalled)")
+    p.add_argument("id")
+    p.add_argument("--reason", required=True)
+    p.add_argument("--json", action="store_true")
+
+    p = commands.add_parser("import", help="import episodes from a JSONL file (idempotent by id)")
+    p.add_argument("file", type=Path)
+    p.add_argument("--batch-lines", type=int, default=DEFAULT_BATCH_LINES, help=argparse.SUPPRESS)
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    p = commands.add_parser("status", help="version, store, daemon and counts")
+    p.add_argument("--json", action="store_true")
+
+    p = commands.add_parser("daemon", help="start, stop or inspect the background daemon")
+    p.add_argument("action", choices=["start", "stop", "status", "run"])
+    return parser
+
+
+def _model(cls: type[M], **values: object) -> M:
+    return validated(cls, values)
+
+
+def _entity(text: str) -> EntityRef:
+    name, _, role = text.partition(":")
+    return _model(EntityRef, name=name, role=role or None)
+
+
+def _write(text: str, stream: TextIO | None = None) -> None:
+    (stream or sys.stdout).write(text + "\n")
+
+
+def _dump(model: BaseModel) -> None:
+    _write(json.dumps(model.model_dump(mode="json"), indent=2, ensure_ascii=False))
+
+
+def _with_client(settings: Settings, work: Callable[[DaemonClient], Awaitable[T]]) -> T:
+    async def run() -> T:
+        async with DaemonClient(settings) as client:
+            return await work(client)
+
+    return anyio.run(run)
+
+
+def _show_memory(memory: Memory, score: float | None = None) -> None:
+    head = f"{memory.id}  {memory.type.value}  {memory.status.value}  {memory.namespace}"
+    _write(head + (f"  score {score:.3f}" if score is not None else ""))
+    _write(f"  {memory.content}")
+    for label in ("who", "when", "where", "why", "how"):
+        value = getattr(memory, label)
+        if value:
+            _write(f"  {label}: {value}")
+    if memory.entities:
+        _write("  entities: " + ", ".join(f"{e.name} ({e.role})" for e in memory.entities))
+
+
+def _show_episode(episode: Episode, score: float | None = None) -> None:
+    turn = f" turn {episode.turn}" if episode.turn is not None else ""
+    who = f"{episode.role.value}/{episode.who}" if episode.who else episode.role.value
+    head = f"{episode.id}  {episode.time:%Y-%m-%d %H:%M}  session {episode.session or '-'}{turn}  {who}  {episode.kind.value}"
+    _write(head + (f"  score {score:.3f}" if score is not None else ""))
+    text = episode.text if len(episode.text) <= 500 else episode.text[:500] + " …"
+    _write("  " + text.replace("\n", "\n  "))
+
+
+def cmd_remember(args: argparse.Namespace, settings: Settings) -> int:
+    request = _model(
+        RememberRequest,
+        content=args.content,
+        type=args.type,
+        namespace=args.namespace,
+        what=args.what,
+        who=args.who,
+        when=args.when,
+        where=args.where,
+        why=args.why,
+        how=args.how,
+        entities=[_entity(e) for e in args.entity],
+    )
+    memory = _with_client(settings, lambda c: c.remember(request))
+    if args.json:
+        _dump(memory)
+    else:
+        _write(f"remembered {memory.id}")
+    return EXIT_OK
+
+
+def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
+    request = _model(
+        RecallRequest,
+        query=args.query,
+        namespace=args.namespace,
+        types=args.types,
+        include_history=args.include_history,
+        limit=args.limit,
+    )
+    result: RecallResult = _with_client(settings, lambda c: c.recall(request))
+    if args.json:
+        _dump(result)
+        return EXIT_OK
+    for memory_hit in result.memories:
+        _show_memory(memory_hit.memory, memory_hit.score)
+    if result.episodes:
+        _write("no memory matched; episodes:")
+    for episode_hit in result.episodes:
+        _show_episode(episode_hit.episode, episode_hit.score)
+    if not result.memories and not result.episodes:
+        _write("nothing found")
+    return EXIT_OK
+
+
+def cmd_recall_episode(args: argparse.Namespace, settings: Settings) -> int:
+    request = _model(
+        RecallEpisodeRequest,
+        id=args.id,
+        session=args.session,
+        from_turn=args.from_turn,
+        to_turn=args.to_turn,
+        query=args.query,
+        namespace=args.namespace,
+        limit=args.limit,
+    )
+    result: EpisodesResult = _with_client(settings, lambda c: c.recall_episodes(request))
+    if args.json:
+        _dump(result)
+        return EXIT_OK
+    for hit in result.episodes:
+        _show_episode(hit.episode, hit.score if request.query else None)
+    if not result.episodes:
+        _write("no episodes found")
+    return EXIT_OK
+
+
+def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
+    memory = _with_client(settings, lambda c: c.forget(args.id, args.reason))
+    if args.json:
+        _dump(memory)
+    else:
+        _write(f"forgot {memory.id} ({memory.content[:80]})")
+    return EXIT_OK
+
+
+class ProgressBar:
+    """A one-line progress bar on stderr (one line per update when stderr is not a terminal)."""
+
+    def __init__(self, stream: TextIO, label: str) -> None:
+        self._stream = stream
+        self._label = label
+        self._started = time.monotonic()
+        self._is_tty = stream.isatty()
+        self._last_percent = -10
+
+    def update(self, lines: int, done_bytes: int, total_bytes: int) -> None:
+        percent = 100 if total_bytes == 0 else int(100 * done_bytes / total_bytes)
+        elapsed = max(time.monotonic() - self._started, 1e-6)
+        bar = "#" * (percent // 4) + "." * (25 - percent // 4)
+        text = f"{self._label} [{bar}] {percent:3d}%  {lines:,} lines  {lines / elapsed:,.0f} lines/s"
+        if self._is_tty:
+            self._stream.write("\r" + text)
+        elif percent >= self._last_percent + 10 or percent == 100:
+            self._stream.write(text + "\n")
+            self._last_percent = percent
+        self._stream.flush()
+
+    def close(self) -> None:
+        if self._is_tty:
+            self._stream.write("\n")
+
+
+def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
+    if args.batch_lines < 1:
+        raise InputError("--batch-lines must be at least 1")
+    bar = None if args.quiet else ProgressBar(sys.stderr, f"importing {args.file.name}")
+    try:
+        report = _with_client(
+            settings,
+            lambda c: import_jsonl(
+                args.file, c, batch_lines=args.batch_lines, on_progress=bar.update if bar else None
+            ),
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    for error in report.bad:
+        _write(f"{args.file}:{error.line}: {error.message}", sys.stderr)
+    _write(
+        f"{report.lines:,} lines: {report.new:,} new episodes, {report.already_present:,} already present, "
+        f"{len(report.bad):,} bad lines"
+    )
+    return EXIT_ERROR if report.bad else EXIT_OK
+
+
+def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
+    status = _with_client(settings, lambda c: c.status())
+    if args.json:
+        _dump(status)
+        return EXIT_OK
+    memories = ", ".join(f"{k} {v:,}" for k, v in sorted(status.memories.items())) or "none"
+    _write(f"mnemo {status.version}")
+    _write(f"store      {status.store}")
+    _write(f"home       config {settings.config_file}, logs {settings.log_path}")
+    _write(f"daemon     pid {status.pid}, up {status.uptime_s:,.1f} s")
+    _write(f"schema     version {status.schema_version}")
+    _write(f"episodes   {status.episodes:,}")
+    _write(f"memories   {memories}")
+    _write(f"entities   {status.entities:,}")
+    return EXIT_OK
+
+
+def cmd_daemon(args: argparse.Namespace, settings: Settings) -> int:
+    if args.action == "start":
+        health = ensure_daemon(settings)
+        _write(f"mnemo daemon running, pid {health['pid']}, socket {settings.socket_path}")
+        return EXIT_OK
+    if args.action == "stop":
+        pid = stop_daemon(settings)
+        _write("mnemo daemon was not running" if pid is None else f"stopped mnemo daemon (pid {pid})")
+        return EXIT_OK
+    if args.action == "status":
+        health = ping(settings)
+        if health is None:
+            pid = daemon_pid(settings)
+            _write("mnemo daemon not running" if pid is None else f"mnemo daemon pid {pid} is not answering")
+            return EXIT_NOT_RUNNING
+        _write(f"mnemo daemon running, pid {health['pid']}, store {health['store']}")
+        return EXIT_OK
+    from mnemo.daemon.server import configure_file_logging, run_daemon  # noqa: PLC0415 (heavy: the store)
+
+    configure_file_logging(settings)
+    return run_daemon(settings)
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
+    "remember": cmd_remember,
+    "recall": cmd_recall,
+    "recall-episode": cmd_recall_episode,
+    "forget": cmd_forget,
+    "import": cmd_import,
+    "status": cmd_status,
+    "daemon": cmd_daemon,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = load_settings()
+        return COMMANDS[args.command](args, settings)
+    except MnemoError as exc:
+        _write(f"mnemo: error: {exc}", sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        _write("mnemo: interrupted", sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,228 @@
+"""Settings: read once from the TOML file and the environment into a frozen object.
+
+Precedence: environment (``MNEMO_<NAME>``) over the config file over defaults. ``MNEMO_HOME``
+chooses where everything lives; it cannot be set from the file (the file lives under it).
+
+Layout when ``MNEMO_HOME`` is set (tests, several installs side by side)::
+
+    $MNEMO_HOME/config.toml      settings
+    $MNEMO_HOME/store/           embedded chDB data (when the store is the default chdb:// DSN)
+    $MNEMO_HOME/run/             0700: the daemon's unix socket, pid and lock files
+    $MNEMO_HOME/logs/            daemon.log
+
+Without it, the platform's user directories are used (on Linux: ``~/.config/mnemo``,
+``~/.local/share/mnemo/store``, ``~/.local/state/mnemo/{run,logs}``).
+
+This is the only module that reads the environment. Every setting has a section in
+``docs/settings.md`` (a test checks it).
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+import platformdirs
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from mnemo.errors import ConfigError
+
+ENV_PREFIX = "MNEMO_"
+HOME_ENV = "MNEMO_HOME"
+# Unix socket paths are limited to 108 bytes on Linux (104 on macOS) including the NUL.
+MAX_SOCKET_PATH_BYTES = 103
+
+
+class Settings(BaseModel):
+    """Everything configurable, validated. Field docs are mirrored in docs/settings.md."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    store: str = Field(
+        default="",
+        description="Store DSN: chdb:///absolute/path (embedded) or http(s)://user:pass@host:port/db.",
+    )
+    person: str = Field(
+        default="",
+        min_length=0,
+        max_length=64,
+        description="The active person; memories written without a namespace go to person:<name>.",
+    )
+    daemon_idle_s: float = Field(
+        default=900.0, gt=0, description="The daemon exits after this many seconds with no requests."
+    )
+    daemon_start_timeout_s: float = Field(
+        default=30.0, gt=0, description="How long a client waits for a daemon it started to answer."
+    )
+    request_timeout_s: float = Field(
+        default=30.0, gt=0, description="How long a client waits for one answer from the daemon."
+    )
+    max_episode_chars: int = Field(
+        default=200_000, gt=0, le=50_000_000, description="Largest episode text accepted, in characters."
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        default="INFO", description="Level of the daemon's and the MCP server's logs."
+    )
+
+    # Derived locations; not settable from the file or MNEMO_<NAME> (MNEMO_HOME moves them all).
+    home: Path | None = Field(default=None, exclude=True)
+    config_file: Path = Field(default=Path(), exclude=True)
+    run_dir: Path = Field(default=Path(), exclude=True)
+    log_dir: Path = Field(default=Path(), exclude=True)
+
+    @property
+    def socket_path(self) -> Path:
+        return self.run_dir / "daemon.sock"
+
+    @property
+    def pid_path(self) -> Path:
+        return self.run_dir / "daemon.pid"
+
+    @property
+    def daemon_lock_path(self) -> Path:
+        """Held by the running daemon for its whole life."""
+        return self.run_dir / "daemon.lock"
+
+    @property
+    def start_lock_path(self) -> Path:
+        """Held by a client while it starts a daemon, so N clients start exactly one."""
+        return self.run_dir / "start.lock"
+
+    @property
+    def start_failure_path(self) -> Path:
+        """Written by a daemon that could not start, read by the client that started it."""
+        return self.run_dir / "start-failure.txt"
+
+    @property
+    def log_path(self) -> Path:
+        return self.log_dir / "daemon.log"
+
+    @property
+    def namespace_of_person(self) -> str:
+        return f"person:{self.person}"
+
+    @property
+    def store_dsn_for_display(self) -> str:
+        """The DSN with any password removed, safe for logs and status output."""
+        return redact_dsn(self.store)
+
+
+    def as_environment(self) -> dict[str, str]:
+        """Environment variables that make another process (the daemon) load these same settings."""
+        env = {ENV_PREFIX + key.upper(): str(getattr(self, key)) for key in SETTABLE}
+        if self.home is not None:
+            env[HOME_ENV] = str(self.home)
+        return env
+
+
+SETTABLE = tuple(
+    name for name in Settings.model_fields if name not in {"home", "config_file", "run_dir", "log_dir"}
+)
+
+
+def redact_dsn(dsn: str) -> str:
+    parts = urlsplit(dsn)
+    if parts.password is None:
+        return dsn
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """Read the config file and the environment once; raise ConfigError naming what is wrong."""
+    env = os.environ if environ is None else environ
+    home_text = env.get(HOME_ENV, "").strip()
+    home: Path | None = None
+    if home_text:
+        home = Path(home_text).expanduser().resolve()
+        config_file = home / "config.toml"
+        data_dir, run_dir, log_dir = home / "store", home / "run", home / "logs"
+    else:
+        config_file = Path(platformdirs.user_config_dir("mnemo")) / "config.toml"
+        data_dir = Path(platformdirs.user_data_dir("mnemo")) / "store"
+        state = Path(platformdirs.user_state_dir("mnemo"))
+        run_dir, log_dir = state / "run", state / "logs"
+
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for key, value in _read_config_file(config_file).items():
+        values[key] = value
+        sources[key] = str(config_file)
+    for key in SETTABLE:
+        env_name = ENV_PREFIX + key.upper()
+        if env_name in env:
+            values[key] = env[env_name]
+            sources[key] = f"environment variable {env_name}"
+
+    if not values.get("store"):
+        values["store"] = f"chdb://{data_dir}"
+    if not values.get("person"):
+        values["person"] = _default_person(env)
+    values.update(home=home, config_file=config_file, run_dir=run_dir, log_dir=log_dir)
+
+    try:
+        settings = Settings.model_validate(values)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            key = str(error["loc"][0]) if error["loc"] else "?"
+            problems.append(f"{key} (from {sources.get(key, 'defaults')}): {error['msg']}")
+        raise ConfigError("invalid mnemo settings: " + "; ".join(problems)) from None
+    _check_store_dsn(settings.store, sources.get("store", "defaults"))
+    if len(os.fsencode(settings.socket_path)) > MAX_SOCKET_PATH_BYTES:
+        raise ConfigError(
+            f"the daemon socket path {settings.socket_path} is longer than unix sockets allow "
+            f"({MAX_SOCKET_PATH_BYTES} bytes); set {HOME_ENV} to a shorter directory"
+        )
+    return settings
+
+
+def _read_config_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ConfigError(f"cannot read the config file {path}: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"the config file {path} is not valid TOML: {exc}") from None
+    unknown = sorted(set(data) - set(SETTABLE))
+    if unknown:
+        raise ConfigError(
+            f"unknown setting(s) {', '.join(unknown)} in {path}; known settings: {', '.join(SETTABLE)}"
+        )
+    return data
+
+
+def _check_store_dsn(dsn: str, source: str) -> None:
+    scheme = urlsplit(dsn).scheme
+    if scheme == "chdb":
+        path = dsn.removeprefix("chdb://")
+        if not path.startswith("/"):
+            raise ConfigError(
+                f"store (from {source}): an embedded store needs an absolute path, chdb:///path"
+            )
+        return
+    if scheme in {"http", "https"}:
+        return
+    raise ConfigError(
+        f"store (from {source}): unsupported DSN {redact_dsn(dsn)!r}; "
+        "use chdb:///absolute/path or http(s)://host:port/database"
+    )
+
+
+def _default_person(env: Mapping[str, str]) -> str:
+    name = env.get("USER") or env.get("LOGNAME")
+    if not name:
+        try:
+            name = getpass.getuser()
+        except (KeyError, OSError):
+            name = "me"
+    return name

@@ -1,0 +1,177 @@
+"""The daemon's HTTP+JSON API (Starlette) over :class:`MemoryService`.
+
+Routes (all JSON, all under ``/v1``)::
+
+    GET  /v1/health                    liveness: version, pid, store
+    GET  /v1/status                    version, store, pid, uptime, counts
+    POST /v1/episodes                  {"episodes": [EpisodeIn…]} → {"results": [AppendResult…]}
+    POST /v1/episodes/query            RecallEpisodeRequest → EpisodesResult
+    POST /v1/memories                  RememberRequest → Memory
+    POST /v1/memories/forget           {"id": …, "reason": …} → Memory
+    POST /v1/recall                    RecallRequest → RecallResult
+    POST /v1/shutdown                  asks the daemon to exit
+
+Errors are ``{"error": {"type": <MnemoError subclass name>, "message": …}}`` with the status the
+error class names; malformed bodies are 422 ``InputError`` naming the fields.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+import anyio
+from pydantic import BaseModel, ValidationError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from mnemo.daemon.service import AppendRequest, AppendResponse, ForgetRequest, MemoryService
+from mnemo.errors import InputError, MnemoError, describe_validation_error
+from mnemo.memories import RememberRequest
+from mnemo.recall import RecallEpisodeRequest, RecallRequest
+
+logger = logging.getLogger(__name__)
+M = TypeVar("M", bound=BaseModel)
+MAX_BODY_BYTES = 64 * 1024 * 1024
+
+
+class Activity:
+    """Requests in flight and the time of the last one, for the idle exit."""
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self.last_active = time.monotonic()
+
+    def idle_for_s(self) -> float:
+        return 0.0 if self.in_flight else time.monotonic() - self.last_active
+
+
+class ActivityMiddleware:
+    def __init__(self, app: ASGIApp, activity: Activity) -> None:
+        self._app = app
+        self._activity = activity
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        self._activity.in_flight += 1
+        try:
+            await self._app(scope, receive, send)
+        finally:
+            self._activity.in_flight -= 1
+            self._activity.last_active = time.monotonic()
+
+
+async def _parse(request: Request, model: type[M]) -> M:
+    body = await request.body()
+    if len(body) > MAX_BODY_BYTES:
+        raise InputError(f"request body of {len(body):,} bytes is over the {MAX_BODY_BYTES:,} byte limit")
+    try:
+        return model.model_validate_json(body or b"{}")
+    except ValidationError as exc:
+        raise InputError(describe_validation_error(exc)) from None
+
+
+def _json(model: BaseModel) -> JSONResponse:
+    return JSONResponse(model.model_dump(mode="json"))
+
+
+def error_response(exc: MnemoError) -> JSONResponse:
+    return JSONResponse(
+        {"error": {"type": type(exc).__name__, "message": str(exc)}}, status_code=exc.http_status
+    )
+
+
+async def _mnemo_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, MnemoError)
+    logger.info("%s %s → %s: %s", request.method, request.url.path, type(exc).__name__, exc)
+    return error_response(exc)
+
+
+async def _unexpected_error(request: Request, exc: Exception) -> Response:
+    logger.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+    return JSONResponse(
+        {"error": {"type": "MnemoError", "message": f"internal error in the mnemo daemon: {exc!r}"}},
+        status_code=500,
+    )
+
+
+def build_app(
+    service: MemoryService,
+    *,
+    activity: Activity,
+    idle_s: float,
+    request_exit: Callable[[], None],
+) -> ASGIApp:
+    """The ASGI app; its lifespan runs the episode writer and the idle watcher."""
+
+    async def health(request: Request) -> Response:
+        return _json(service.health())
+
+    async def status(request: Request) -> Response:
+        return _json(await service.status())
+
+    async def append(request: Request) -> Response:
+        body = await _parse(request, AppendRequest)
+        return _json(AppendResponse(results=await service.append(body.episodes)))
+
+    async def query_episodes(request: Request) -> Response:
+        return _json(await service.recall_episodes(await _parse(request, RecallEpisodeRequest)))
+
+    async def remember(request: Request) -> Response:
+        return _json(await service.remember(await _parse(request, RememberRequest)))
+
+    async def forget(request: Request) -> Response:
+        body = await _parse(request, ForgetRequest)
+        return _json(await service.forget(body.id, body.reason))
+
+    async def recall(request: Request) -> Response:
+        return _json(await service.recall(await _parse(request, RecallRequest)))
+
+    async def shutdown(request: Request) -> Response:
+        logger.info("shutdown requested over the API")
+        request_exit()
+        return JSONResponse({"stopping": True})
+
+    async def watch_idle() -> None:
+        while True:
+            await anyio.sleep(min(1.0, idle_s / 4))
+            if service.writer.pending == 0 and activity.idle_for_s() >= idle_s:
+                logger.info("idle for %.0f s with no pending work; exiting", idle_s)
+                request_exit()
+                return
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(service.writer.run)
+            tg.start_soon(watch_idle)
+            yield
+            tg.cancel_scope.cancel()
+
+    handlers: dict[Any, Callable[[Request, Exception], Any]] = {
+        MnemoError: _mnemo_error,
+        Exception: _unexpected_error,
+    }
+    app = Starlette(
+        routes=[
+            Route("/v1/health", health, methods=["GET"]),
+            Route("/v1/status", status, methods=["GET"]),
+            Route("/v1/episodes", append, methods=["POST"]),
+            Route("/v1/episodes/query", query_episodes, methods=["POST"]),
+            Route("/v1/memories", remember, methods=["POST"]),
+            Route("/v1/memories/forget", forget, methods=["POST"]),
+            Route("/v1/recall", recall, methods=["POST"]),
+            Route("/v1/shutdown", shutdown, methods=["POST"]),
+        ],
+        exception_handlers=handlers,
+        lifespan=lifespan,
+    )
+    return ActivityMiddleware(app, activity)

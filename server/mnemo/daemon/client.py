@@ -1,0 +1,125 @@
+"""The async client of the daemon's HTTP API over the unix socket (used by the MCP server and CLI).
+
+It starts the daemon when nothing answers (see :mod:`mnemo.daemon.launcher`) and retries a
+request once after a connection failure — the daemon may have exited idle in between; a request
+that never connected cannot have been applied, so the retry cannot duplicate anything. Error
+bodies come back as the same :class:`~mnemo.errors.MnemoError` subclass the daemon raised.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+import anyio.to_thread
+import httpx2
+from pydantic import BaseModel, ValidationError
+
+from mnemo.config import Settings
+from mnemo.daemon.launcher import ensure_daemon
+from mnemo.daemon.service import AppendRequest, AppendResponse, ForgetRequest, Status
+from mnemo.episodes import AppendResult, EpisodeIn, new_id
+from mnemo.errors import ERRORS_BY_NAME, DaemonError, DaemonUnavailableError, MnemoError, validated
+from mnemo.memories import Memory, RememberRequest
+from mnemo.recall import EpisodesResult, RecallEpisodeRequest, RecallRequest, RecallResult
+
+logger = logging.getLogger(__name__)
+M = TypeVar("M", bound=BaseModel)
+
+
+class DaemonClient:
+    """``async with DaemonClient(settings) as client: await client.recall(...)``."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._http: httpx2.AsyncClient | None = None
+
+    async def __aenter__(self) -> Self:
+        transport = httpx2.AsyncHTTPTransport(uds=str(self._settings.socket_path))
+        self._http = httpx2.AsyncClient(
+            transport=transport, base_url="http://mnemo", timeout=self._settings.request_timeout_s
+        )
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+    async def ensure_started(self) -> dict[str, object]:
+        """Start the daemon if it does not answer; return its health."""
+        return await anyio.to_thread.run_sync(ensure_daemon, self._settings)
+
+    async def _request(
+        self, method: str, path: str, body: BaseModel | None, result: type[M], *, is_idempotent: bool = True
+    ) -> M:
+        if self._http is None:
+            raise RuntimeError("DaemonClient used outside `async with`")
+        content = body.model_dump_json(exclude_none=True) if body is not None else None
+        headers = {"content-type": "application/json"}
+        for attempt in (1, 2):
+            try:
+                response = await self._http.request(method, path, content=content, headers=headers)
+                break
+            except httpx2.TimeoutException:
+                raise DaemonError(
+                    f"the mnemo daemon did not answer within {self._settings.request_timeout_s:.0f} s "
+                    "(setting request_timeout_s)"
+                ) from None
+            except (httpx2.ConnectError, httpx2.ReadError, httpx2.WriteError, httpx2.RemoteProtocolError) as exc:
+                # A refused connection never reached the daemon. A dropped one may come from a
+                # daemon that is dying (a killed process accepts on its socket until its last
+                # thread is gone): only requests that are safe to repeat are retried then.
+                is_refused = isinstance(exc, httpx2.ConnectError)
+                if attempt == 2 or not (is_refused or is_idempotent):
+                    raise DaemonUnavailableError(
+                        f"lost the connection to the mnemo daemon ({exc!r})"
+                        + ("" if is_refused else "; the request may or may not have been applied")
+                    ) from None
+                logger.info("daemon connection failed (%r); starting it and retrying", exc)
+                await self.ensure_started()
+            except httpx2.TransportError as exc:
+                raise DaemonError(f"lost the connection to the mnemo daemon: {exc!r}") from None
+        if response.status_code >= 400:
+            raise _error_from(response)
+        try:
+            return result.model_validate_json(response.content)
+        except ValidationError as exc:
+            raise DaemonError(f"unexpected answer from the mnemo daemon on {path}: {exc}") from None
+
+    async def append(self, episodes: Sequence[EpisodeIn]) -> list[AppendResult]:
+        # Ids are given here, not by the daemon, so that re-sending after a dropped connection
+        # cannot store an episode twice.
+        with_ids = [e if e.id is not None else e.model_copy(update={"id": new_id("ep_")}) for e in episodes]
+        body = validated(AppendRequest, {"episodes": with_ids})
+        return (await self._request("POST", "/v1/episodes", body, AppendResponse)).results
+
+    async def remember(self, request: RememberRequest) -> Memory:
+        return await self._request("POST", "/v1/memories", request, Memory, is_idempotent=False)
+
+    async def forget(self, memory_id: str, reason: str) -> Memory:
+        body = validated(ForgetRequest, {"id": memory_id, "reason": reason})
+        return await self._request("POST", "/v1/memories/forget", body, Memory)
+
+    async def recall(self, request: RecallRequest) -> RecallResult:
+        return await self._request("POST", "/v1/recall", request, RecallResult)
+
+    async def recall_episodes(self, request: RecallEpisodeRequest) -> EpisodesResult:
+        return await self._request("POST", "/v1/episodes/query", request, EpisodesResult)
+
+    async def status(self) -> Status:
+        return await self._request("GET", "/v1/status", None, Status)
+
+
+def _error_from(response: httpx2.Response) -> MnemoError:
+    try:
+        payload: Any = response.json()
+        error = payload["error"]
+        cls = ERRORS_BY_NAME.get(str(error["type"]), MnemoError)
+        return cls(str(error["message"]))
+    except (ValueError, KeyError, TypeError):
+        return DaemonError(f"the mnemo daemon answered {response.status_code}: {response.text[:500]}")

@@ -1,0 +1,141 @@
+"""Start the daemon on demand (exactly one), stop it, and ask whether it runs.
+
+Any client calls :func:`ensure_daemon`. If nothing answers on the socket it takes the start lock,
+checks again (another client may have started it meanwhile), and spawns the daemon detached: an
+intermediate process starts it in a new session and exits at once, so the daemon is re-parented
+to init — it outlives the client and never lingers as the client's zombie.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import httpx2
+
+from mnemo.config import Settings
+from mnemo.daemon.rundir import ensure_private_dir, held_lock, is_locked, read_pid
+from mnemo.errors import DaemonError
+
+HEALTH_PATH = "/v1/health"
+POLL_S = 0.025
+
+
+def ping(settings: Settings, *, timeout_s: float = 2.0) -> dict[str, object] | None:
+    """The daemon's health document, or None when nothing answers on the socket."""
+    if not _accepts_connections(settings, timeout_s):
+        return None
+    transport = httpx2.HTTPTransport(uds=str(settings.socket_path))
+    try:
+        with httpx2.Client(transport=transport, base_url="http://mnemo", timeout=timeout_s) as client:
+            response = client.get(HEALTH_PATH)
+    except httpx2.TransportError:
+        return None
+    if response.status_code != 200:
+        return None
+    health: dict[str, object] = response.json()
+    return health
+
+
+def _accepts_connections(settings: Settings, timeout_s: float) -> bool:
+    # Probed with a plain socket first: httpx2's sync transport leaks the socket of a refused
+    # unix connection, and a refused connection is the common case here (no daemon yet).
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(timeout_s)
+        try:
+            probe.connect(str(settings.socket_path))
+        except OSError:
+            return False
+    return True
+
+
+def ensure_daemon(settings: Settings) -> dict[str, object]:
+    """Return the running daemon's health, starting the daemon first if needed."""
+    health = ping(settings)
+    if health is None:
+        ensure_private_dir(settings.run_dir)
+        with held_lock(settings.start_lock_path, timeout_s=settings.daemon_start_timeout_s + 5):
+            health = ping(settings)
+            if health is None:
+                health = _start_and_wait(settings)
+    _check_same_store(settings, health)
+    return health
+
+
+def _check_same_store(settings: Settings, health: dict[str, object]) -> None:
+    if health.get("store") != settings.store_dsn_for_display:
+        raise DaemonError(
+            f"the running mnemo daemon (pid {health.get('pid')}) serves {health.get('store')}, "
+            f"but this client is configured for {settings.store_dsn_for_display}; "
+            "stop it with `mnemo daemon stop` or use a separate MNEMO_HOME"
+        )
+
+
+def _start_and_wait(settings: Settings) -> dict[str, object]:
+    settings.start_failure_path.unlink(missing_ok=True)
+    spawn_detached(settings)
+    deadline = time.monotonic() + settings.daemon_start_timeout_s
+    while time.monotonic() < deadline:
+        health = ping(settings)
+        if health is not None:
+            return health
+        if settings.start_failure_path.exists():
+            reason = settings.start_failure_path.read_text(encoding="utf-8").strip()
+            raise DaemonError(f"the mnemo daemon could not start: {reason}")
+        time.sleep(POLL_S)
+    raise DaemonError(
+        f"the mnemo daemon did not answer within {settings.daemon_start_timeout_s:.0f} s; "
+        f"see its log at {settings.log_path}"
+    )
+
+
+def spawn_detached(settings: Settings) -> None:
+    """Start ``python -m mnemo.daemon`` through an intermediate that exits at once."""
+    settings.log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    intermediate = (
+        "import subprocess, sys\n"
+        "log = open(sys.argv[1], 'ab')\n"
+        "subprocess.Popen([sys.executable, '-m', 'mnemo.daemon'], stdin=subprocess.DEVNULL,\n"
+        "                 stdout=log, stderr=log, start_new_session=True, close_fds=True, cwd='/')\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", intermediate, str(settings.log_dir / "daemon.stderr.log")],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **settings.as_environment()},
+        timeout=30,
+        check=False,
+    )
+    if completed.returncode != 0:
+        raise DaemonError(
+            f"could not spawn the mnemo daemon: {completed.stderr.decode(errors='replace')[-500:]}"
+        )
+
+
+def daemon_pid(settings: Settings) -> int | None:
+    """The pid of the running daemon, or None (a pid file whose lock nobody holds is stale)."""
+    if not is_locked(settings.daemon_lock_path):
+        return None
+    return read_pid(settings.pid_path)
+
+
+def stop_daemon(settings: Settings, *, timeout_s: float = 15.0) -> int | None:
+    """Ask the running daemon to exit (SIGTERM) and wait for it; return its pid, or None if none ran."""
+    pid = daemon_pid(settings)
+    if pid is None:
+        return None
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return None
+    deadline = time.monotonic() + timeout_s
+    while is_locked(settings.daemon_lock_path):
+        if time.monotonic() > deadline:
+            raise DaemonError(f"the mnemo daemon (pid {pid}) did not stop within {timeout_s:.0f} s")
+        time.sleep(POLL_S)
+    return pid

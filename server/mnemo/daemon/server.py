@@ -1,0 +1,124 @@
+"""The daemon process: take the daemon lock, open the store, serve HTTP on the unix socket.
+
+Run in the foreground with ``mnemo daemon run`` (clients start it detached through
+:mod:`mnemo.daemon.launcher`). It exits on SIGTERM/SIGINT, on ``POST /v1/shutdown``, or after
+``daemon_idle_s`` with no requests and no pending work. A start that fails (store locked or
+unreadable, bad settings) is written to the start-failure file for the client that launched it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import logging.handlers
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import uvicorn
+
+from mnemo.config import Settings
+from mnemo.daemon.app import Activity, build_app
+from mnemo.daemon.rundir import ensure_private_dir, try_lock
+from mnemo.daemon.service import MemoryService
+from mnemo.episodes import NoRedaction
+from mnemo.errors import MnemoError
+from mnemo.store import open_store
+
+logger = logging.getLogger(__name__)
+LOCK_WAIT_S = 10.0
+LOG_FORMAT = "%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"
+
+
+class _Server(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        """Exit gracefully on SIGTERM/SIGINT and return normally, so the daemon's cleanup runs.
+
+        uvicorn's own version re-raises the captured signal after serving, which kills the
+        process before the socket and pid file are removed.
+        """
+        originals = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in originals.items():
+                signal.signal(sig, handler)
+
+
+def configure_file_logging(settings: Settings) -> None:
+    settings.log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    handler = logging.handlers.RotatingFileHandler(
+        settings.log_path, maxBytes=10 * 1024 * 1024, backupCount=3, encoding="utf-8"
+    )
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(settings.log_level)
+
+
+def run_daemon(settings: Settings) -> int:
+    """Serve until told to stop or idle; return the process exit code."""
+    ensure_private_dir(settings.run_dir)
+    # A daemon that is shutting down still holds the lock for a moment; wait it out rather than
+    # leave the client that started us with nothing to talk to.
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while (lock_fd := try_lock(settings.daemon_lock_path)) is None:
+        if time.monotonic() > deadline:
+            logger.info("another daemon holds %s; exiting", settings.daemon_lock_path)
+            return 0
+        time.sleep(0.05)
+    try:
+        return _serve_holding_lock(settings)
+    finally:
+        os.close(lock_fd)
+
+
+def _serve_holding_lock(settings: Settings) -> int:
+    settings.start_failure_path.unlink(missing_ok=True)
+    try:
+        store = open_store(settings.store)
+    except MnemoError as exc:
+        logger.error("cannot start: %s", exc)
+        _write_start_failure(settings.start_failure_path, str(exc))
+        return 1
+    logger.info(
+        "daemon %d serving %s on %s", os.getpid(), settings.store_dsn_for_display, settings.socket_path
+    )
+    try:
+        settings.pid_path.write_text(f"{os.getpid()}\n")
+        settings.socket_path.unlink(missing_ok=True)  # a stale socket from a killed daemon
+        service = MemoryService(store, settings, NoRedaction())
+        activity = Activity()
+        config = uvicorn.Config(
+            app=None,  # set below: the app needs the server's exit switch
+            uds=str(settings.socket_path),
+            log_config=None,
+            access_log=False,
+            lifespan="on",
+            timeout_graceful_shutdown=10,
+        )
+        server = _Server(config)
+
+        def request_exit() -> None:
+            server.should_exit = True
+
+        config.app = build_app(
+            service, activity=activity, idle_s=settings.daemon_idle_s, request_exit=request_exit
+        )
+        anyio.run(server.serve)
+    finally:
+        settings.socket_path.unlink(missing_ok=True)
+        settings.pid_path.unlink(missing_ok=True)
+        store.close()
+        logger.info("daemon %d stopped", os.getpid())
+    return 0
+
+
+def _write_start_failure(path: Path, message: str) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(message + "\n", encoding="utf-8")
+    tmp.replace(path)

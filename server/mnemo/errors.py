@@ -1,0 +1,120 @@
+"""The one exception hierarchy of mnemo.
+
+Everything mnemo raises on purpose derives from :class:`MnemoError`::
+
+    MnemoError
+    ├── ConfigError              a setting is malformed or unknown (names the key and its source)
+    ├── InputError               a caller sent something we refuse (names the field)      → HTTP 422
+    │   └── TooLargeError        content over a configured size cap                        → HTTP 413
+    ├── NotFoundError            an id that no stored row has                              → HTTP 404
+    ├── NotAvailableError        a capability this version does not have yet              → HTTP 501
+    ├── StoreError               the store cannot be opened or did not answer             → HTTP 503
+    │   └── StoreLockedError     another process holds the embedded store's directory
+    └── DaemonError              the daemon could not be started or reached
+        └── DaemonUnavailableError  nothing answers on the socket
+
+Each edge translates: the daemon's Starlette handlers map these to HTTP statuses with a JSON body
+``{"error": {"type": ..., "message": ...}}``; the daemon client maps that body back to the same
+class; the MCP server turns them into the SDK's ``ToolError`` so the model reads the message; the
+CLI prints the message and exits non-zero. Messages are written for the person (or model) who
+has to act on them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class MnemoError(Exception):
+    """Base of every error mnemo raises on purpose."""
+
+    http_status = 500
+
+
+class ConfigError(MnemoError):
+    """A setting is malformed, unknown, or points somewhere unusable."""
+
+    http_status = 500
+
+
+class InputError(MnemoError):
+    """The caller sent input mnemo refuses; nothing was stored."""
+
+    http_status = 422
+
+
+class TooLargeError(InputError):
+    """Content exceeds a configured size cap; nothing was stored."""
+
+    http_status = 413
+
+
+class NotFoundError(MnemoError):
+    """No stored row has the requested id."""
+
+    http_status = 404
+
+
+class NotAvailableError(MnemoError):
+    """The capability exists in the interface but not yet in this version."""
+
+    http_status = 501
+
+
+class StoreError(MnemoError):
+    """The store could not be opened, migrated, or did not answer."""
+
+    http_status = 503
+
+
+class StoreLockedError(StoreError):
+    """Another process holds the embedded store (chDB allows one process per directory)."""
+
+
+class DaemonError(MnemoError):
+    """The daemon could not be started, or answered with something unexpected."""
+
+    http_status = 502
+
+
+class DaemonUnavailableError(DaemonError):
+    """Nothing answers on the daemon's socket."""
+
+
+ERRORS_BY_NAME: dict[str, type[MnemoError]] = {
+    cls.__name__: cls
+    for cls in (
+        MnemoError,
+        ConfigError,
+        InputError,
+        TooLargeError,
+        NotFoundError,
+        NotAvailableError,
+        StoreError,
+        StoreLockedError,
+        DaemonError,
+        DaemonUnavailableError,
+    )
+}
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """One line naming each offending field and what is wrong with it."""
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"]) or "input"
+        parts.append(f"{where}: {error['msg']}")
+    return "; ".join(parts)
+
+
+def validated(model: type[M], values: Mapping[str, object]) -> M:
+    """``model`` built from ``values`` (None values left to defaults), or InputError naming the fields."""
+    try:
+        return model.model_validate({k: v for k, v in values.items() if v is not None})
+    except ValidationError as exc:
+        raise InputError(describe_validation_error(exc)) from None

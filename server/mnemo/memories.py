@@ -1,0 +1,125 @@
+"""Memories: distilled or explicitly remembered knowledge, stored as versioned rows.
+
+A memory is never deleted: every change (forgotten, closed, merged) is a new version of the same
+id; the store keeps the highest version as the current row.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mnemo.episodes import ID_PATTERN, Namespace, UtcDatetime
+
+MAX_MEMORY_CHARS = 4_000
+MAX_W_CHARS = 1_000
+MAX_ENTITIES = 32
+
+
+class MemoryType(StrEnum):
+    FACT = "fact"
+    EVENT = "event"
+    STATE = "state"
+    DECISION = "decision"
+    PREFERENCE = "preference"
+    PROCEDURE = "procedure"
+    PATTERN = "pattern"
+    POSTMORTEM = "postmortem"
+
+
+class MemoryStatus(StrEnum):
+    CANDIDATE = "candidate"
+    ACTIVE = "active"
+    REJECTED = "rejected"
+    ARCHIVED = "archived"
+    CLOSED = "closed"
+    FORGOTTEN = "forgotten"
+
+
+class Origin(StrEnum):
+    EXPLICIT = "explicit"
+    DISTILLED = "distilled"
+    MANUAL = "manual"
+
+
+WText = Annotated[str, Field(max_length=MAX_W_CHARS)]
+
+
+class EntityRef(BaseModel):
+    """An entity this memory involves, with its role in it (subject, actor, location, …)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: Annotated[str, Field(min_length=1, max_length=120)]
+    role: Annotated[str, Field(min_length=1, max_length=40)] = "subject"
+
+
+class RememberRequest(BaseModel):
+    """An explicit memory to store."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    content: Annotated[str, Field(min_length=1, max_length=MAX_MEMORY_CHARS)]
+    type: MemoryType
+    namespace: Namespace | None = None
+    what: WText = ""
+    who: WText = ""
+    when: WText = ""
+    where: WText = ""
+    why: WText = ""
+    how: WText = ""
+    entities: Annotated[list[EntityRef], Field(max_length=MAX_ENTITIES)] = []
+    session: Annotated[str, Field(max_length=500)] = ""
+
+
+class Memory(BaseModel):
+    """A memory as stored and returned: the six W, entities, sources, status and validity."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: Annotated[str, Field(pattern=ID_PATTERN)]
+    version: int
+    type: MemoryType
+    status: MemoryStatus
+    namespace: str
+    content: str
+    what: str
+    who: str
+    when: str
+    where: str
+    why: str
+    how: str
+    entities: list[EntityRef]
+    sources: list[str] = Field(description="Ids of the episodes this memory comes from.")
+    origin: Origin
+    created_at: UtcDatetime
+    updated_at: UtcDatetime
+    valid_from: UtcDatetime
+    valid_to: UtcDatetime | None = None
+    closed_by: str = ""
+    status_reason: str = ""
+
+
+def search_text(memory: Memory) -> str:
+    """The text recall matches against (the store's prefilter concatenates the same fields)."""
+    names = " ".join(e.name for e in memory.entities)
+    return " ".join(
+        (memory.content, memory.what, memory.who, memory.when, memory.where, memory.why, memory.how, names)
+    )
+
+
+def forgotten(memory: Memory, reason: str) -> Memory:
+    """The next version of ``memory``, marked forgotten (it stays stored, recall skips it)."""
+    now = datetime.now(UTC)
+    return memory.model_copy(
+        update={
+            "version": memory.version + 1,
+            "status": MemoryStatus.FORGOTTEN,
+            "status_reason": reason,
+            "updated_at": now,
+            "valid_to": memory.valid_to or now,
+        }
+    )

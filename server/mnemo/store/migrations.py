@@ -1,0 +1,107 @@
+"""Schema as numbered migrations; the store applies those above the recorded version.
+
+Rules: ``ORDER BY`` holds only immutable identity (a ReplacingMergeTree deduplicates only within
+its sorting key); a migration is never edited once released, a new one is added instead. The SQL
+runs unchanged on embedded chDB and on a ClickHouse server.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+VERSION_TABLE = "mnemo_schema_versions"
+
+CREATE_VERSION_TABLE = f"""
+CREATE TABLE IF NOT EXISTS {VERSION_TABLE} (
+    version UInt32,
+    name String,
+    applied_at DateTime64(3, 'UTC')
+) ENGINE = ReplacingMergeTree ORDER BY version
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    name: str
+    statements: tuple[str, ...]
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "episodes, memories, entities",
+        (
+            # Immutable; a re-sent id is skipped on insert, and the engine folds any duplicate
+            # that slips past (several daemons against one server) on merge and under FINAL.
+            """
+            CREATE TABLE IF NOT EXISTS episodes (
+                id String,
+                kind LowCardinality(String),
+                text String,
+                who String,
+                role LowCardinality(String),
+                namespace LowCardinality(String),
+                session String,
+                turn Nullable(UInt32),
+                time DateTime64(3, 'UTC'),
+                received_at DateTime64(3, 'UTC'),
+                client LowCardinality(String),
+                workspace String,
+                cwd String,
+                branch String,
+                host LowCardinality(String),
+                INDEX episodes_session session TYPE bloom_filter GRANULARITY 4
+            ) ENGINE = ReplacingMergeTree ORDER BY id
+            """,
+            # One row per version; the highest version is the memory's current state.
+            # embedding: raw little-endian float32 bytes ('' until embedded), so loading a
+            # matrix back is one buffer copy.
+            """
+            CREATE TABLE IF NOT EXISTS memories (
+                id String,
+                version UInt64,
+                type LowCardinality(String),
+                status LowCardinality(String),
+                namespace LowCardinality(String),
+                content String,
+                what String,
+                who String,
+                when_text String,
+                when_start Nullable(DateTime64(3, 'UTC')),
+                when_end Nullable(DateTime64(3, 'UTC')),
+                where_text String,
+                why String,
+                how String,
+                entities Array(Tuple(name String, role String)),
+                sources Array(String),
+                origin LowCardinality(String),
+                has_human_backing Bool,
+                confidence Float32,
+                seen_count UInt32,
+                injections UInt32,
+                uses UInt32,
+                non_uses UInt32,
+                is_suppressed Bool,
+                created_at DateTime64(3, 'UTC'),
+                updated_at DateTime64(3, 'UTC'),
+                valid_from DateTime64(3, 'UTC'),
+                valid_to Nullable(DateTime64(3, 'UTC')),
+                closed_by String,
+                status_reason String,
+                embedding String
+            ) ENGINE = ReplacingMergeTree(version) ORDER BY id
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS entities (
+                id String,
+                version UInt64,
+                name String,
+                aliases Array(String),
+                created_at DateTime64(3, 'UTC'),
+                updated_at DateTime64(3, 'UTC')
+            ) ENGINE = ReplacingMergeTree(version) ORDER BY id
+            """,
+        ),
+    ),
+)

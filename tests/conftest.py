@@ -1,0 +1,77 @@
+"""Shared fixtures: an isolated MNEMO_HOME per test, with its daemon stopped afterwards."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from mnemo.config import Settings, load_settings
+from mnemo.daemon.launcher import stop_daemon
+
+BIN = Path(sys.executable).parent
+
+
+@dataclass(frozen=True)
+class Home:
+    """One isolated mnemo installation: its directory, environment and settings."""
+
+    path: Path
+    env: dict[str, str]
+
+    @property
+    def settings(self) -> Settings:
+        return load_settings(self.env)
+
+    def with_env(self, **extra: str) -> Home:
+        return Home(self.path, {**self.env, **extra})
+
+    def mnemo(self, *args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """Run the ``mnemo`` console script of this environment."""
+        completed = subprocess.run(
+            [str(BIN / "mnemo"), *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        if check and completed.returncode != 0:
+            raise AssertionError(f"mnemo {' '.join(args)} failed ({completed.returncode}): {completed.stderr}")
+        return completed
+
+
+def _clean_environment() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+
+
+@pytest.fixture
+def home() -> Iterator[Home]:
+    # A short path under /tmp: unix socket paths are limited to ~100 bytes.
+    path = Path(tempfile.mkdtemp(prefix="mnemo-", dir="/tmp"))
+    env = {
+        **_clean_environment(),
+        "MNEMO_HOME": str(path),
+        "MNEMO_PERSON": "tester",
+        "MNEMO_DAEMON_IDLE_S": "300",
+    }
+    made = Home(path, env)
+    try:
+        yield made
+    finally:
+        try:
+            stop_daemon(load_settings(env))
+        finally:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

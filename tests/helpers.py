@@ -1,0 +1,81 @@
+"""Process inspection and store-holding helpers for the daemon tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+def daemon_pids(home: Path) -> list[int]:
+    """Pids of live ``python -m mnemo.daemon`` processes whose MNEMO_HOME is ``home``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            environ = (entry / "environ").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if b"mnemo.daemon" in cmdline and f"MNEMO_HOME={home}".encode() in environ and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def process_stat(pid: int) -> tuple[str, int, int]:
+    """(state, parent pid, session id) of a process."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return fields[0], int(fields[1]), int(fields[3])
+
+
+HOLDER = """
+import sys, clickhouse_connect
+client = clickhouse_connect.get_client(dsn="chdb://" + sys.argv[1])
+client.command("SELECT 1")
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+@contextmanager
+def store_held_by_another_process(path: Path) -> Iterator[int]:
+    """Open an embedded chDB store at ``path`` in a separate process until the block ends."""
+    with subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    ) as holder:
+        assert holder.stdout is not None and holder.stdin is not None
+        assert holder.stdout.readline().strip() == "ready"
+        try:
+            yield holder.pid
+        finally:
+            holder.stdin.close()
+            holder.wait(timeout=60)
+            holder.stdout.close()
+
+
+def is_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    state, _, _ = process_stat(pid)
+    return state != "Z"
+
+
+def wait_until(condition: Callable[[], bool], *, timeout_s: float = 30.0, what: str = "condition") -> None:
+    """Poll ``condition`` until true; fail after ``timeout_s`` (a bound, not a timing assertion)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up after {timeout_s:.0f} s waiting for {what}")
+        time.sleep(0.02)

@@ -1,0 +1,211 @@
+"""The daemon: one per home, started on demand, detached, durable, guarded, idle-exiting."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import subprocess
+
+import anyio
+import httpx2
+import pytest
+
+from mnemo.daemon.client import DaemonClient
+from mnemo.daemon.launcher import daemon_pid, ensure_daemon, ping
+from mnemo.episodes import EpisodeIn
+from mnemo.errors import DaemonError, InputError, NotFoundError
+from mnemo.memories import MemoryType, RememberRequest
+from mnemo.recall import RecallEpisodeRequest
+from tests.conftest import BIN, Home
+from tests.helpers import daemon_pids, is_alive, process_stat, store_held_by_another_process, wait_until
+
+
+def test_socket_directory_is_private_to_the_user(home: Home) -> None:
+    settings = home.settings
+    ensure_daemon(settings)
+    mode = stat.S_IMODE(settings.run_dir.stat().st_mode)
+    assert mode == 0o700
+    assert settings.run_dir.stat().st_uid == os.getuid()
+    assert stat.S_ISSOCK(settings.socket_path.stat().st_mode)
+
+
+def test_a_loosened_socket_directory_is_tightened_again(home: Home) -> None:
+    settings = home.settings
+    settings.run_dir.mkdir(parents=True)
+    settings.run_dir.chmod(0o755)
+    ensure_daemon(settings)
+    assert stat.S_IMODE(settings.run_dir.stat().st_mode) == 0o700
+
+
+def test_eight_clients_started_at_once_give_exactly_one_daemon(home: Home) -> None:
+    clients = [
+        subprocess.Popen(
+            [str(BIN / "mnemo"), "daemon", "start"],
+            env=home.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for _ in range(8)
+    ]
+    outputs = []
+    for client in clients:
+        out, err = client.communicate(timeout=120)
+        assert client.returncode == 0, err
+        outputs.append(out)
+    reported = {line.split("pid ")[1].split(",")[0] for line in outputs}
+    assert len(reported) == 1
+    assert daemon_pids(home.path) == [int(reported.pop())]
+
+
+def test_daemon_is_detached_and_outlives_the_client_that_started_it(home: Home) -> None:
+    starter = home.mnemo("daemon", "start")
+    pid = int(starter.stdout.split("pid ")[1].split(",")[0])
+    state, parent, session = process_stat(pid)
+    assert session == pid, "the daemon leads a session of its own"
+    assert parent != os.getpid(), "the daemon is not a child of the test (no zombie to reap)"
+    assert state != "Z"
+    assert ping(home.settings) is not None, "still answering after the starting client exited"
+
+
+def test_acknowledged_appends_survive_sigkill_without_duplicates(home: Home) -> None:
+    settings = home.settings
+    episodes = [EpisodeIn(id=f"k-{i}", text=f"turn {i} of the outage review", session="kill", turn=i) for i in range(50)]
+
+    async def append_then_kill() -> int:
+        async with DaemonClient(settings) as client:
+            for episode in episodes:
+                [result] = await client.append([episode])
+                assert result.is_new
+            pid = daemon_pid(settings)
+            assert pid is not None
+            os.kill(pid, signal.SIGKILL)  # right after the last acknowledgement
+            return pid
+
+    killed = anyio.run(append_then_kill)
+    wait_until(lambda: not is_alive(killed), what="the killed daemon to die")
+
+    async def after_restart() -> tuple[int, list[str], list[bool]]:
+        async with DaemonClient(settings) as client:
+            status = await client.status()  # starts a new daemon on the same store
+            found = await client.recall_episodes(RecallEpisodeRequest(session="kill", limit=200))
+            again = await client.append(episodes)
+            return status.episodes, [h.episode.id for h in found.episodes], [r.is_new for r in again]
+
+    count, ids, again_new = anyio.run(after_restart)
+    assert daemon_pid(settings) != killed
+    assert count == 50
+    assert ids == [f"k-{i}" for i in range(50)]
+    assert not any(again_new)
+
+
+def test_same_episode_id_appended_twice_is_stored_once(home: Home) -> None:
+    async def run() -> tuple[list[bool], int]:
+        async with DaemonClient(home.settings) as client:
+            first = await client.append([EpisodeIn(id="dup-1", text="hello", session="d")])
+            second = await client.append([EpisodeIn(id="dup-1", text="hello", session="d")])
+            both = await client.append([EpisodeIn(id="dup-2", text="a"), EpisodeIn(id="dup-2", text="a")])
+            return [r.is_new for r in first + second + both], (await client.status()).episodes
+
+    flags, count = anyio.run(run)
+    assert flags == [True, False, True, False]
+    assert count == 2
+
+
+def test_concurrent_appends_are_all_acknowledged_and_stored(home: Home) -> None:
+    async def run() -> int:
+        async with DaemonClient(home.settings) as client:
+            await client.ensure_started()
+            async with anyio.create_task_group() as tg:
+                for i in range(40):
+                    tg.start_soon(client.append, [EpisodeIn(id=f"c-{i}", text=f"burst {i}", session="burst")])
+            return (await client.status()).episodes
+
+    assert anyio.run(run) == 40
+
+
+def test_oversized_episode_is_refused_with_the_cap_and_nothing_else_is_lost(home: Home) -> None:
+    small = home.with_env(MNEMO_MAX_EPISODE_CHARS="100")
+
+    async def run() -> tuple[list[str | None], int]:
+        async with DaemonClient(small.settings) as client:
+            results = await client.append(
+                [EpisodeIn(id="ok-1", text="fits"), EpisodeIn(id="big-1", text="x" * 101), EpisodeIn(id="ok-2", text="fits too")]
+            )
+            return [r.error for r in results], (await client.status()).episodes
+
+    errors, count = anyio.run(run)
+    assert errors[0] is None and errors[2] is None
+    assert errors[1] is not None and "101 characters; the cap is 100" in errors[1]
+    assert count == 2
+
+
+def test_http_api_rejects_malformed_bodies_with_the_field_named(home: Home) -> None:
+    settings = home.settings
+    ensure_daemon(settings)
+    transport = httpx2.HTTPTransport(uds=str(settings.socket_path))
+    with httpx2.Client(transport=transport, base_url="http://mnemo") as http:
+        not_json = http.post("/v1/recall", content=b"{not json")
+        assert not_json.status_code == 422
+        assert not_json.json()["error"]["type"] == "InputError"
+        bad_limit = http.post("/v1/recall", json={"query": "x", "limit": 1000})
+        assert bad_limit.status_code == 422 and "limit" in bad_limit.json()["error"]["message"]
+        unknown_field = http.post("/v1/memories", json={"content": "x", "type": "fact", "colour": "red"})
+        assert unknown_field.status_code == 422 and "colour" in unknown_field.json()["error"]["message"]
+
+
+def test_client_maps_daemon_errors_back_to_their_classes(home: Home) -> None:
+    async def run() -> None:
+        async with DaemonClient(home.settings) as client:
+            with pytest.raises(NotFoundError, match="no memory has the id 'mem_x'"):
+                await client.forget("mem_x", "because")
+            memory = await client.remember(RememberRequest(content="Use pnpm, not npm", type=MemoryType.PREFERENCE))
+            with pytest.raises(InputError, match="reason"):
+                await client.forget(memory.id, "")
+
+    anyio.run(run)
+
+
+def test_a_store_held_by_another_process_gives_a_clear_error(home: Home) -> None:
+    store_dir = home.path / "held-store"
+    held = home.with_env(MNEMO_STORE=f"chdb://{store_dir}")
+    with store_held_by_another_process(store_dir) as holder_pid:
+        with pytest.raises(DaemonError, match=f"is open in another process \\(pid {holder_pid}\\)"):
+            ensure_daemon(held.settings)
+        cli = held.mnemo("status", check=False)
+        assert cli.returncode == 1
+        assert "open in another process" in cli.stderr
+    # Once the holder is gone, the same store opens and nothing in it was lost.
+    assert ensure_daemon(held.settings)["store"] == f"chdb://{store_dir}"
+
+
+def test_daemon_exits_after_its_idle_period(home: Home) -> None:
+    quick = home.with_env(MNEMO_DAEMON_IDLE_S="0.5")
+    pid = ensure_daemon(quick.settings)["pid"]
+    assert isinstance(pid, int)
+    wait_until(lambda: not is_alive(pid), what="the idle daemon to exit")  # the period is not asserted
+    assert not quick.settings.socket_path.exists()
+    assert daemon_pid(quick.settings) is None
+
+
+def test_daemon_stop_and_status_commands(home: Home) -> None:
+    assert home.mnemo("daemon", "status", check=False).returncode == 3
+    started = home.mnemo("daemon", "start").stdout
+    assert "running, pid" in started
+    assert "running, pid" in home.mnemo("daemon", "status").stdout
+    assert "stopped mnemo daemon" in home.mnemo("daemon", "stop").stdout
+    assert home.mnemo("daemon", "status", check=False).returncode == 3
+    assert "was not running" in home.mnemo("daemon", "stop").stdout
+
+
+def test_client_restarts_a_daemon_that_went_away_between_calls(home: Home) -> None:
+    async def run() -> str:
+        async with DaemonClient(home.settings) as client:
+            await client.ensure_started()
+            pid = daemon_pid(home.settings)
+            assert pid is not None
+            os.kill(pid, signal.SIGTERM)
+            while is_alive(pid):
+                await anyio.sleep(0.01)
+            memory = await client.remember(RememberRequest(content="CI runs on two cores", type=MemoryType.FACT))
+            return memory.id
+
+    assert anyio.run(run).startswith("mem_")
