@@ -44,7 +44,9 @@ class Home:
             check=False,
         )
         if check and completed.returncode != 0:
-            raise AssertionError(f"mnemo {' '.join(args)} failed ({completed.returncode}): {completed.stderr}")
+            raise AssertionError(
+                f"mnemo {' '.join(args)} failed ({completed.returncode}): {completed.stderr}"
+            )
         return completed
 
 
@@ -62,12 +64,12 @@ def home() -> Iterator[Home]:
         "MNEMO_PERSON": "tester",
         "MNEMO_DAEMON_IDLE_S": "300",
     }
-    made = Home(path, env)
+    settings = load_settings(env)  # before the test can break the config file
     try:
-        yield made
+        yield Home(path, env)
     finally:
         try:
-            stop_daemon(load_settings(env))
+            stop_daemon(settings)
         finally:
             shutil.rmtree(path, ignore_errors=True)
 

@@ -10,6 +10,8 @@ import subprocess
 import anyio
 import httpx2
 import pytest
+from tests.conftest import BIN, Home
+from tests.helpers import daemon_pids, is_alive, process_stat, store_held_by_another_process, wait_until
 
 from mnemo.daemon.client import DaemonClient
 from mnemo.daemon.launcher import daemon_pid, ensure_daemon, ping
@@ -17,8 +19,6 @@ from mnemo.episodes import EpisodeIn
 from mnemo.errors import DaemonError, InputError, NotFoundError
 from mnemo.memories import MemoryType, RememberRequest
 from mnemo.recall import RecallEpisodeRequest
-from tests.conftest import BIN, Home
-from tests.helpers import daemon_pids, is_alive, process_stat, store_held_by_another_process, wait_until
 
 
 def test_socket_directory_is_private_to_the_user(home: Home) -> None:
@@ -42,7 +42,10 @@ def test_eight_clients_started_at_once_give_exactly_one_daemon(home: Home) -> No
     clients = [
         subprocess.Popen(
             [str(BIN / "mnemo"), "daemon", "start"],
-            env=home.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=home.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for _ in range(8)
     ]
@@ -68,7 +71,10 @@ def test_daemon_is_detached_and_outlives_the_client_that_started_it(home: Home) 
 
 def test_acknowledged_appends_survive_sigkill_without_duplicates(home: Home) -> None:
     settings = home.settings
-    episodes = [EpisodeIn(id=f"k-{i}", text=f"turn {i} of the outage review", session="kill", turn=i) for i in range(50)]
+    episodes = [
+        EpisodeIn(id=f"k-{i}", text=f"turn {i} of the outage review", session="kill", turn=i)
+        for i in range(50)
+    ]
 
     async def append_then_kill() -> int:
         async with DaemonClient(settings) as client:
@@ -128,7 +134,11 @@ def test_oversized_episode_is_refused_with_the_cap_and_nothing_else_is_lost(home
     async def run() -> tuple[list[str | None], int]:
         async with DaemonClient(small.settings) as client:
             results = await client.append(
-                [EpisodeIn(id="ok-1", text="fits"), EpisodeIn(id="big-1", text="x" * 101), EpisodeIn(id="ok-2", text="fits too")]
+                [
+                    EpisodeIn(id="ok-1", text="fits"),
+                    EpisodeIn(id="big-1", text="x" * 101),
+                    EpisodeIn(id="ok-2", text="fits too"),
+                ]
             )
             return [r.error for r in results], (await client.status()).episodes
 
@@ -157,7 +167,9 @@ def test_client_maps_daemon_errors_back_to_their_classes(home: Home) -> None:
         async with DaemonClient(home.settings) as client:
             with pytest.raises(NotFoundError, match="no memory has the id 'mem_x'"):
                 await client.forget("mem_x", "because")
-            memory = await client.remember(RememberRequest(content="Use pnpm, not npm", type=MemoryType.PREFERENCE))
+            memory = await client.remember(
+                RememberRequest(content="Use pnpm, not npm", type=MemoryType.PREFERENCE)
+            )
             with pytest.raises(InputError, match="reason"):
                 await client.forget(memory.id, "")
 
@@ -205,7 +217,9 @@ def test_client_restarts_a_daemon_that_went_away_between_calls(home: Home) -> No
             os.kill(pid, signal.SIGTERM)
             while is_alive(pid):
                 await anyio.sleep(0.01)
-            memory = await client.remember(RememberRequest(content="CI runs on two cores", type=MemoryType.FACT))
+            memory = await client.remember(
+                RememberRequest(content="CI runs on two cores", type=MemoryType.FACT)
+            )
             return memory.id
 
     assert anyio.run(run).startswith("mem_")

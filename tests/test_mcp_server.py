@@ -12,10 +12,10 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp_types import CallToolResult
+from tests.conftest import BIN, Home
 
 from mnemo.daemon.client import DaemonClient
 from mnemo.episodes import EpisodeIn
-from tests.conftest import BIN, Home
 
 pytestmark = pytest.mark.anyio
 TOOLS = {"recall", "remember", "forget", "keep", "recall_episode"}
@@ -66,7 +66,10 @@ async def test_remember_recall_forget_round_trip(home: Home) -> None:
                     "type": "decision",
                     "why": "the load balancer cut streams at 120 s",
                     "who": "Ana",
-                    "entities": [{"name": "gateway", "role": "subject"}, {"name": "lb.tf", "role": "location"}],
+                    "entities": [
+                        {"name": "gateway", "role": "subject"},
+                        {"name": "lb.tf", "role": "location"},
+                    ],
                 },
             )
         )
@@ -94,7 +97,15 @@ async def test_an_appended_episode_comes_back_from_recall_episode(home: Home) ->
         await client.list_tools()
         async with DaemonClient(home.settings) as daemon:
             [appended] = await daemon.append(
-                [EpisodeIn(id="hook-s1-3", text="We agreed the staging cluster is called Bluebird", session="s1", turn=3, who="Ana")]
+                [
+                    EpisodeIn(
+                        id="hook-s1-3",
+                        text="We agreed the staging cluster is called Bluebird",
+                        session="s1",
+                        turn=3,
+                        who="Ana",
+                    )
+                ]
             )
         assert appended.is_new
 
@@ -102,10 +113,14 @@ async def test_an_appended_episode_comes_back_from_recall_episode(home: Home) ->
         assert [hit["episode"]["id"] for hit in by_id["episodes"]] == ["hook-s1-3"]
         assert by_id["episodes"][0]["episode"]["who"] == "Ana"
 
-        by_session = structured(await client.call_tool("recall_episode", {"session": "s1", "from_turn": 2, "to_turn": 4}))
+        by_session = structured(
+            await client.call_tool("recall_episode", {"session": "s1", "from_turn": 2, "to_turn": 4})
+        )
         assert [hit["episode"]["id"] for hit in by_session["episodes"]] == ["hook-s1-3"]
 
-        by_query = structured(await client.call_tool("recall_episode", {"query": "what is the staging cluster called"}))
+        by_query = structured(
+            await client.call_tool("recall_episode", {"query": "what is the staging cluster called"})
+        )
         assert by_query["episodes"][0]["episode"]["id"] == "hook-s1-3"
 
         # No memory answers this, so recall goes down to the episodes.
@@ -129,15 +144,23 @@ async def test_bad_arguments_and_unknown_ids_are_tool_errors_naming_the_problem(
         keep = error_text(await client.call_tool("keep", {"scope": "user", "action": "add", "content": "x"}))
         assert "not available yet" in keep
         # The server still works after all of these.
-        ok = structured(await client.call_tool("remember", {"content": "Tabs, not spaces, in Makefiles", "type": "fact"}))
+        ok = structured(
+            await client.call_tool("remember", {"content": "Tabs, not spaces, in Makefiles", "type": "fact"})
+        )
         assert ok["id"].startswith("mem_")
 
 
 async def test_cli_json_prints_the_same_structure_as_the_tools(home: Home) -> None:
     async with mcp_client(home) as client:
-        structured(await client.call_tool("remember", {"content": "Releases are cut on Thursday", "type": "decision"}))
+        structured(
+            await client.call_tool(
+                "remember", {"content": "Releases are cut on Thursday", "type": "decision"}
+            )
+        )
         async with DaemonClient(home.settings) as daemon:
-            await daemon.append([EpisodeIn(id="e-1", text="the release train leaves Thursday", session="s2", turn=1)])
+            await daemon.append(
+                [EpisodeIn(id="e-1", text="the release train leaves Thursday", session="s2", turn=1)]
+            )
         tool_recall = structured(await client.call_tool("recall", {"query": "release Thursday", "limit": 5}))
         tool_episodes = structured(await client.call_tool("recall_episode", {"session": "s2"}))
     cli_recall = json.loads(home.mnemo("recall", "release Thursday", "--limit", "5", "--json").stdout)
@@ -149,15 +172,32 @@ async def test_cli_json_prints_the_same_structure_as_the_tools(home: Home) -> No
 
 def test_stdout_carries_only_json_rpc(home: Home) -> None:
     messages = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        },
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "recall", "arguments": {"query": "anything"}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "recall", "arguments": {"query": "anything"}},
+        },
     ]
     lines = []
     with subprocess.Popen(
-        [str(BIN / "mnemo-mcp")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        env=home.env, text=True,
+        [str(BIN / "mnemo-mcp")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=home.env,
+        text=True,
     ) as process:
         assert process.stdin is not None and process.stdout is not None
         for message in messages:

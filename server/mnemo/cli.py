@@ -44,7 +44,11 @@ def build_parser() -> argparse.ArgumentParser:
     for w in ("what", "who", "when", "where", "why", "how"):
         p.add_argument(f"--{w}", default="", help=f"the memory's {w}")
     p.add_argument(
-        "--entity", action="append", default=[], metavar="NAME[:ROLE]", help="an entity it involves (repeatable)"
+        "--entity",
+        action="append",
+        default=[],
+        metavar="NAME[:ROLE]",
+        help="an entity it involves (repeatable)",
     )
     p.add_argument("--json", action="store_true", help="print the stored memory as JSON")
 
@@ -124,7 +128,8 @@ def _show_memory(memory: Memory, score: float | None = None) -> None:
 def _show_episode(episode: Episode, score: float | None = None) -> None:
     turn = f" turn {episode.turn}" if episode.turn is not None else ""
     who = f"{episode.role.value}/{episode.who}" if episode.who else episode.role.value
-    head = f"{episode.id}  {episode.time:%Y-%m-%d %H:%M}  session {episode.session or '-'}{turn}  {who}  {episode.kind.value}"
+    session = f"session {episode.session or '-'}{turn}"
+    head = f"{episode.id}  {episode.time:%Y-%m-%d %H:%M}  {session}  {who}  {episode.kind.value}"
     _write(head + (f"  score {score:.3f}" if score is not None else ""))
     text = episode.text if len(episode.text) <= 500 else episode.text[:500] + " …"
     _write("  " + text.replace("\n", "\n  "))
@@ -276,8 +281,8 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_daemon(args: argparse.Namespace, settings: Settings) -> int:
     if args.action == "start":
-        health = ensure_daemon(settings)
-        _write(f"mnemo daemon running, pid {health['pid']}, socket {settings.socket_path}")
+        started = ensure_daemon(settings)
+        _write(f"mnemo daemon running, pid {started['pid']}, socket {settings.socket_path}")
         return EXIT_OK
     if args.action == "stop":
         pid = stop_daemon(settings)

@@ -111,7 +111,6 @@ class Settings(BaseModel):
         """The DSN with any password removed, safe for logs and status output."""
         return redact_dsn(self.store)
 
-
     def as_environment(self) -> dict[str, str]:
         """Environment variables that make another process (the daemon) load these same settings."""
         env = {ENV_PREFIX + key.upper(): str(getattr(self, key)) for key in SETTABLE}

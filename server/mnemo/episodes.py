@@ -16,6 +16,7 @@ from typing import Annotated, Protocol
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from mnemo.clock import utc_now
 from mnemo.errors import TooLargeError
 
 NAMESPACE_PATTERN = r"^(person|workspace):[^\s]{1,120}$"
@@ -50,7 +51,9 @@ KIND_BY_ROLE = {
 
 
 def _utc(value: datetime) -> datetime:
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    """Aware UTC at millisecond precision (what the store keeps); naive values are taken as UTC."""
+    value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    return value.replace(microsecond=value.microsecond // 1000 * 1000)
 
 
 UtcDatetime = Annotated[datetime, AfterValidator(_utc)]
@@ -143,7 +146,7 @@ class EpisodeIntake:
                 f"episode text has {len(incoming.text):,} characters; the cap is {self._max_chars:,} "
                 "(setting max_episode_chars)"
             )
-        now = datetime.now(UTC)
+        now = utc_now()
         return Episode(
             id=incoming.id or new_id("ep_"),
             kind=incoming.kind or KIND_BY_ROLE[incoming.role],

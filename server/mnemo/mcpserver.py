@@ -13,7 +13,7 @@ import sys
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from enum import StrEnum
-from typing import Annotated, TypeVar
+from typing import Annotated, TypeVar, cast
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -109,8 +109,7 @@ async def _answer(call: Awaitable[T]) -> T:
 
 
 def _client(ctx: Context) -> DaemonClient:
-    client: DaemonClient = ctx.request_context.lifespan_context
-    return client
+    return cast(DaemonClient, ctx.request_context.lifespan_context)
 
 
 def build_server(settings: Settings) -> MCPServer[DaemonClient]:
@@ -174,7 +173,8 @@ def build_server(settings: Settings) -> MCPServer[DaemonClient]:
         type: Annotated[
             MemoryType,
             Field(
-                description="fact, event, state (true now but passing), decision, preference, procedure, pattern or postmortem."
+                description="fact, event, state (true now but passing), decision, preference, "
+                "procedure, pattern or postmortem."
             ),
         ],
         namespace: Namespace = None,

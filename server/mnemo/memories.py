@@ -6,12 +6,12 @@ id; the store keeps the highest version as the current row.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mnemo.clock import utc_now
 from mnemo.episodes import ID_PATTERN, Namespace, UtcDatetime
 
 MAX_MEMORY_CHARS = 4_000
@@ -113,7 +113,7 @@ def search_text(memory: Memory) -> str:
 
 def forgotten(memory: Memory, reason: str) -> Memory:
     """The next version of ``memory``, marked forgotten (it stays stored, recall skips it)."""
-    now = datetime.now(UTC)
+    now = utc_now()
     return memory.model_copy(
         update={
             "version": memory.version + 1,

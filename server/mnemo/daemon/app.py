@@ -31,7 +31,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mnemo.daemon.service import AppendRequest, AppendResponse, ForgetRequest, MemoryService
+from mnemo.daemon.api import AppendRequest, AppendResponse, ForgetRequest
+from mnemo.daemon.service import MemoryService
 from mnemo.errors import InputError, MnemoError, describe_validation_error
 from mnemo.memories import RememberRequest
 from mnemo.recall import RecallEpisodeRequest, RecallRequest

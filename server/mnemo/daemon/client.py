@@ -18,8 +18,8 @@ import httpx2
 from pydantic import BaseModel, ValidationError
 
 from mnemo.config import Settings
+from mnemo.daemon.api import AppendRequest, AppendResponse, ForgetRequest, Status
 from mnemo.daemon.launcher import ensure_daemon
-from mnemo.daemon.service import AppendRequest, AppendResponse, ForgetRequest, Status
 from mnemo.episodes import AppendResult, EpisodeIn, new_id
 from mnemo.errors import ERRORS_BY_NAME, DaemonError, DaemonUnavailableError, MnemoError, validated
 from mnemo.memories import Memory, RememberRequest
@@ -70,7 +70,12 @@ class DaemonClient:
                     f"the mnemo daemon did not answer within {self._settings.request_timeout_s:.0f} s "
                     "(setting request_timeout_s)"
                 ) from None
-            except (httpx2.ConnectError, httpx2.ReadError, httpx2.WriteError, httpx2.RemoteProtocolError) as exc:
+            except (
+                httpx2.ConnectError,
+                httpx2.ReadError,
+                httpx2.WriteError,
+                httpx2.RemoteProtocolError,
+            ) as exc:
                 # A refused connection never reached the daemon. A dropped one may come from a
                 # daemon that is dying (a killed process accepts on its socket until its last
                 # thread is gone): only requests that are safe to repeat are retried then.

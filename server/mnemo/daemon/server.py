@@ -93,21 +93,22 @@ def _serve_holding_lock(settings: Settings) -> int:
         settings.socket_path.unlink(missing_ok=True)  # a stale socket from a killed daemon
         service = MemoryService(store, settings, NoRedaction())
         activity = Activity()
-        config = uvicorn.Config(
-            app=None,  # set below: the app needs the server's exit switch
-            uds=str(settings.socket_path),
-            log_config=None,
-            access_log=False,
-            lifespan="on",
-            timeout_graceful_shutdown=10,
-        )
-        server = _Server(config)
+        server: _Server | None = None
 
         def request_exit() -> None:
-            server.should_exit = True
+            if server is not None:
+                server.should_exit = True
 
-        config.app = build_app(
-            service, activity=activity, idle_s=settings.daemon_idle_s, request_exit=request_exit
+        app = build_app(service, activity=activity, idle_s=settings.daemon_idle_s, request_exit=request_exit)
+        server = _Server(
+            uvicorn.Config(
+                app=app,
+                uds=str(settings.socket_path),
+                log_config=None,
+                access_log=False,
+                lifespan="on",
+                timeout_graceful_shutdown=10,
+            )
         )
         anyio.run(server.serve)
     finally:

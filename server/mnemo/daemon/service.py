@@ -13,18 +13,16 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Annotated, TypeVar
+from typing import TypeVar
 
 import anyio
 import anyio.to_thread
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from pydantic import BaseModel, ConfigDict, Field
 
 from mnemo import __version__
+from mnemo.clock import utc_now
 from mnemo.config import Settings
+from mnemo.daemon.api import Health, Status
 from mnemo.episodes import (
-    ID_PATTERN,
     AppendResult,
     Episode,
     EpisodeIn,
@@ -52,48 +50,6 @@ from mnemo.store import ClickHouseStore
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 MAX_BATCH_EPISODES = 5_000
-MAX_REASON_CHARS = 500
-
-
-class Health(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    version: str
-    pid: int
-    store: str
-
-
-class Status(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    version: str
-    pid: int
-    store: str
-    started_at: datetime
-    uptime_s: float
-    schema_version: int
-    episodes: int
-    memories: dict[str, int]
-    entities: int
-
-
-class AppendRequest(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    episodes: list[EpisodeIn]
-
-
-class AppendResponse(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    results: list[AppendResult]
-
-
-class ForgetRequest(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    id: Annotated[str, Field(pattern=ID_PATTERN)]
-    reason: Annotated[str, Field(min_length=1, max_length=MAX_REASON_CHARS)]
 
 
 @dataclass(slots=True)
@@ -173,7 +129,7 @@ class MemoryService:
             redactor=redactor,
         )
         self.writer = EpisodeWriter(store, self._limiter)
-        self.started_at = datetime.now(UTC)
+        self.started_at = utc_now()
         self._started_monotonic = time.monotonic()
 
     async def _call(self, fn: Callable[..., T], *args: object) -> T:
@@ -223,7 +179,7 @@ class MemoryService:
             )
         )
         await self.writer.submit([note])
-        now = datetime.now(UTC)
+        now = utc_now()
         memory = Memory(
             id=new_id("mem_"),
             version=1,

@@ -1,0 +1,56 @@
+"""The bodies of the daemon's HTTP API that are not domain models of their own.
+
+Clients import this module, never :mod:`mnemo.daemon.service` (which pulls in the store).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mnemo.episodes import ID_PATTERN, AppendResult, EpisodeIn
+
+MAX_REASON_CHARS = 500
+
+
+class Health(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: str
+    pid: int
+    store: str
+
+
+class Status(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: str
+    pid: int
+    store: str
+    started_at: datetime
+    uptime_s: float
+    schema_version: int
+    episodes: int
+    memories: dict[str, int]
+    entities: int
+
+
+class AppendRequest(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    episodes: list[EpisodeIn]
+
+
+class AppendResponse(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    results: list[AppendResult]
+
+
+class ForgetRequest(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: Annotated[str, Field(pattern=ID_PATTERN)]
+    reason: Annotated[str, Field(min_length=1, max_length=MAX_REASON_CHARS)]

@@ -1,0 +1,51 @@
+"""The `mnemo` command as a user runs it."""
+
+from __future__ import annotations
+
+import json
+
+from tests.conftest import Home
+
+
+def test_remember_then_recall_round_trip(home: Home) -> None:
+    stored = home.mnemo(
+        "remember", "We deploy on Thursdays", "--type", "decision",
+        "--why", "Tuesday deploys collided with the release train", "--entity", "deploy:subject",
+    ).stdout  # fmt: skip
+    memory_id = stored.split()[-1]
+    assert memory_id.startswith("mem_")
+    found = home.mnemo("recall", "which day do we deploy?").stdout
+    assert memory_id in found and "why: Tuesday deploys collided" in found
+    as_json = json.loads(home.mnemo("recall", "deploy", "--type", "decision", "--json").stdout)
+    assert as_json["memories"][0]["memory"]["entities"] == [{"name": "deploy", "role": "subject"}]
+    assert json.loads(home.mnemo("recall", "deploy", "--type", "fact", "--json").stdout)["memories"] == []
+    home.mnemo("forget", memory_id, "--reason", "moved to Fridays")
+    assert memory_id not in home.mnemo("recall", "which day do we deploy?").stdout
+
+
+def test_status_shows_version_store_daemon_and_counts(home: Home) -> None:
+    home.mnemo("remember", "Ana prefers short answers", "--type", "preference")
+    status = home.mnemo("status").stdout
+    assert status.startswith("mnemo ")
+    assert f"store      chdb://{home.path}/store" in status
+    assert "daemon     pid " in status and "up " in status
+    assert "episodes   1" in status and "memories   active 1" in status
+
+
+def test_bad_input_exits_non_zero_with_the_problem_named(home: Home) -> None:
+    bad_type = home.mnemo("remember", "x", "--type", "opinion", check=False)
+    assert bad_type.returncode == 2 and "invalid choice: 'opinion'" in bad_type.stderr
+    bad_limit = home.mnemo("recall", "x", "--limit", "0", check=False)
+    assert bad_limit.returncode == 1 and "mnemo: error: limit:" in bad_limit.stderr
+    unknown = home.mnemo("forget", "mem_nope", "--reason", "r", check=False)
+    assert unknown.returncode == 1 and "no memory has the id 'mem_nope'" in unknown.stderr
+    neither = home.mnemo("recall-episode", check=False)
+    assert neither.returncode == 1 and "give an episode id, a session, or a query" in neither.stderr
+
+
+def test_a_broken_config_file_is_reported_without_a_traceback(home: Home) -> None:
+    (home.path / "config.toml").write_text("max_episode_chars = 'lots'\n")
+    result = home.mnemo("status", check=False)
+    assert result.returncode == 1
+    assert "mnemo: error: invalid mnemo settings: max_episode_chars" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -1,0 +1,33 @@
+"""Docs match the code: every CLI command and MCP tool has its section (settings: test_config)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mnemo.cli import COMMANDS
+from mnemo.config import load_settings
+from mnemo.mcpserver import build_server
+
+DOCS = Path(__file__).parents[1] / "docs"
+
+
+def test_every_cli_command_has_a_section() -> None:
+    text = (DOCS / "cli.md").read_text()
+    for command in COMMANDS:
+        assert f"## `mnemo {command}`" in text, command
+
+
+def test_every_mcp_tool_has_a_section(tmp_path: Path) -> None:
+    text = (DOCS / "tools.md").read_text()
+    server = build_server(load_settings({"MNEMO_HOME": str(tmp_path)}))
+    names = [tool.name for tool in server._tool_manager.list_tools()]
+    assert len(names) == 5
+    for name in names:
+        assert f"## `{name}`" in text, name
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    root = Path(__file__).parents[1]
+    ci_command = (root / ".ci" / "run").read_text().strip().splitlines()[-1]
+    assert ci_command == "pip install uv && uv run --frozen pytest"
+    assert f"```bash\n{ci_command}\n```" in (root / "README.md").read_text()

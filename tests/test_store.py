@@ -1,0 +1,116 @@
+"""The store on real embedded ClickHouse (chDB) in a temporary directory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tests.helpers import store_held_by_another_process
+
+from mnemo.episodes import EpisodeIn, EpisodeIntake, NoRedaction
+from mnemo.errors import StoreError, StoreLockedError
+from mnemo.memories import EntityRef, Memory, MemoryStatus, MemoryType, Origin, forgotten
+from mnemo.store import ClickHouseStore, open_store
+from mnemo.store.migrations import MIGRATIONS
+
+INTAKE = EpisodeIntake(max_chars=10_000, default_namespace="person:tester", redactor=NoRedaction())
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[ClickHouseStore]:
+    opened = open_store(f"chdb://{tmp_path / 'store'}")
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def _memory(memory_id: str, content: str, **changes: object) -> Memory:
+    now = datetime.now(UTC)
+    values: dict[str, object] = dict(
+        id=memory_id, version=1, type=MemoryType.DECISION, status=MemoryStatus.ACTIVE,
+        namespace="person:tester",
+        content=content, what=content, who="Ana", when="", where="", why="", how="",
+        entities=[EntityRef(name="gateway", role="subject")], sources=["ep-1"], origin=Origin.EXPLICIT,
+        created_at=now, updated_at=now, valid_from=now,
+    )  # fmt: skip
+    values.update(changes)
+    return Memory.model_validate(values)
+
+
+def test_migrations_are_recorded_once_and_reopening_applies_nothing(tmp_path: Path) -> None:
+    dsn = f"chdb://{tmp_path / 'store'}"
+    first = open_store(dsn)
+    assert first.schema_version() == MIGRATIONS[-1].version
+    first.close()
+    again = open_store(dsn)
+    try:
+        assert again.migrate() == MIGRATIONS[-1].version
+        rows = again._client.query("SELECT count() FROM mnemo_schema_versions").result_rows
+        assert rows == [(len(MIGRATIONS),)]
+    finally:
+        again.close()
+
+
+def test_append_reports_new_and_already_stored_ids(store: ClickHouseStore) -> None:
+    one = INTAKE.accept(EpisodeIn(id="e-1", text="first", session="s", turn=0))
+    two = INTAKE.accept(EpisodeIn(id="e-2", text="second", session="s", turn=1))
+    assert [r.is_new for r in store.append_episodes([one, two, one])] == [True, True, False]
+    assert [r.is_new for r in store.append_episodes([two])] == [False]
+    assert store.counts().episodes == 2
+    stored = store.session_episodes("s", from_turn=None, to_turn=None, namespace=None, limit=10)
+    assert [e.id for e in stored] == ["e-1", "e-2"]
+    assert stored[0].time.tzinfo is not None
+
+
+def test_a_new_memory_version_replaces_the_current_state(store: ClickHouseStore) -> None:
+    memory = _memory("m-1", "raise the gateway timeout to 600 s")
+    store.put_memory(memory)
+    store.put_memory(forgotten(memory, "wrong"))
+    current = store.get_memory("m-1")
+    assert current is not None and current.status is MemoryStatus.FORGOTTEN and current.version == 2
+    active, total = store.memory_candidates(
+        ["gateway"], statuses=[MemoryStatus.ACTIVE], namespace=None, types=None
+    )
+    assert active == [] and total == 0
+    assert store.counts().memories_by_status == {"forgotten": 1}
+
+
+def test_memory_round_trips_its_entities_and_sources(store: ClickHouseStore) -> None:
+    memory = _memory(
+        "m-2", "cut streams", entities=[EntityRef(name="lb.tf", role="location")], sources=["a", "b"]
+    )
+    store.put_memory(memory)
+    assert store.get_memory("m-2") == memory
+
+
+def test_embeddings_load_back_as_one_matrix(store: ClickHouseStore) -> None:
+    vectors = np.random.default_rng(0).standard_normal((3, 8)).astype(np.float32)
+    for i, vector in enumerate(vectors):
+        store.put_memory(_memory(f"m-{i}", f"memory {i}"), embedding=vector.tobytes())
+    store.put_memory(_memory("m-none", "not embedded yet"))
+    ids, matrix = store.load_embeddings()
+    assert ids == ["m-0", "m-1", "m-2"]
+    assert matrix.dtype == np.float32 and matrix.shape == (3, 8)
+    np.testing.assert_array_equal(matrix, vectors)
+
+
+def test_a_store_held_by_another_process_names_the_holder(tmp_path: Path) -> None:
+    path = tmp_path / "held"
+    with store_held_by_another_process(path) as pid, pytest.raises(StoreLockedError, match=f"pid {pid}"):
+        open_store(f"chdb://{path}")
+
+
+def test_a_store_path_that_cannot_be_created_is_a_store_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.raises(StoreError, match="cannot create the store directory"):
+        open_store(f"chdb://{blocker / 'store'}")
+
+
+def test_an_unreachable_server_is_a_store_error() -> None:
+    with pytest.raises(StoreError, match="cannot open the store http://127.0.0.1:9"):
+        open_store("http://127.0.0.1:9/mnemo")
