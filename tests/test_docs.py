@@ -31,3 +31,9 @@ def test_ci_runs_the_readme_test_command() -> None:
     ci_command = (root / ".ci" / "run").read_text().strip().splitlines()[-1]
     assert ci_command == "pip install uv && uv run --frozen pytest"
     assert f"```bash\n{ci_command}\n```" in (root / "README.md").read_text()
+
+
+def test_tool_descriptions_are_dedented_for_the_model(tmp_path: Path) -> None:
+    server = build_server(load_settings({"MNEMO_HOME": str(tmp_path)}))
+    for tool in server._tool_manager.list_tools():
+        assert tool.description and "\n    " not in tool.description, tool.name

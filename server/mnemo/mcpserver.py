@@ -8,9 +8,10 @@ stderr.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import sys
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from enum import StrEnum
 from typing import Annotated, TypeVar, cast
@@ -112,6 +113,18 @@ def _client(ctx: Context) -> DaemonClient:
     return cast(DaemonClient, ctx.request_context.lifespan_context)
 
 
+def _tool(
+    server: MCPServer[DaemonClient], annotations: ToolAnnotations
+) -> Callable[[Callable[..., Awaitable[T]]], Callable[..., Awaitable[T]]]:
+    """Register a tool whose description is its docstring, dedented (the model reads it)."""
+
+    def register(fn: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
+        server.add_tool(fn, description=inspect.cleandoc(fn.__doc__ or ""), annotations=annotations)
+        return fn
+
+    return register
+
+
 def build_server(settings: Settings) -> MCPServer[DaemonClient]:
     """The MCP server with its five tools, talking to the daemon configured by ``settings``."""
 
@@ -130,7 +143,7 @@ def build_server(settings: Settings) -> MCPServer[DaemonClient]:
         log_level=settings.log_level,
     )
 
-    @server.tool(annotations=READ_ONLY)
+    @_tool(server, READ_ONLY)
     async def recall(
         ctx: Context,
         query: Annotated[
@@ -159,7 +172,7 @@ def build_server(settings: Settings) -> MCPServer[DaemonClient]:
         )
         return await _answer(_client(ctx).recall(request))
 
-    @server.tool(annotations=WRITE)
+    @_tool(server, WRITE)
     async def remember(
         ctx: Context,
         content: Annotated[
@@ -216,7 +229,7 @@ def build_server(settings: Settings) -> MCPServer[DaemonClient]:
         )
         return await _answer(_client(ctx).remember(request))
 
-    @server.tool(annotations=DESTRUCTIVE)
+    @_tool(server, DESTRUCTIVE)
     async def forget(
         ctx: Context,
         id: MemoryId,
@@ -228,7 +241,7 @@ def build_server(settings: Settings) -> MCPServer[DaemonClient]:
         Returns the memory with status "forgotten"."""
         return await _answer(_client(ctx).forget(id, reason))
 
-    @server.tool(annotations=CURATE)
+    @_tool(server, CURATE)
     async def keep(
         scope: Annotated[
             KeepScope, Field(description="project (shared with the repo) or user (follows the person).")
@@ -249,7 +262,7 @@ def build_server(settings: Settings) -> MCPServer[DaemonClient]:
             "its budgets comes in a later release); use `remember` to store this instead"
         )
 
-    @server.tool(annotations=READ_ONLY)
+    @_tool(server, READ_ONLY)
     async def recall_episode(
         ctx: Context,
         id: Annotated[str | None, Field(pattern=ID_PATTERN, description="One episode by id.")] = None,
