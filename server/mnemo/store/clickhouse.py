@@ -185,13 +185,23 @@ class ClickHouseStore:
                 self._client.insert("episodes", rows, column_names=list(EPISODE_COLUMNS))
         return results
 
+    def _current_rows(
+        self,
+        table: str,
+        columns: Sequence[str],
+        where: str,
+        parameters: dict[str, Any],
+        order: str,
+        limit: int,
+    ) -> list[Sequence[Any]]:
+        """Rows of ``table`` as of now (FINAL folds versions and re-sent duplicates)."""
+        sql = f"SELECT {', '.join(columns)} FROM {table} FINAL WHERE {where} ORDER BY {order} LIMIT {limit:d}"
+        with self._translated(f"reading {table}"):
+            rows: list[Sequence[Any]] = self._client.query(sql, parameters=parameters).result_rows
+        return rows
+
     def _episodes(self, where: str, parameters: dict[str, Any], order: str, limit: int) -> list[Episode]:
-        sql = (
-            f"SELECT {', '.join(EPISODE_COLUMNS)} FROM episodes FINAL WHERE {where} "
-            f"ORDER BY {order} LIMIT {int(limit)}"
-        )
-        with self._translated("reading episodes"):
-            rows = self._client.query(sql, parameters=parameters).result_rows
+        rows = self._current_rows("episodes", EPISODE_COLUMNS, where, parameters, order, limit)
         return [self._episode_from_row(row) for row in rows]
 
     @staticmethod
@@ -275,12 +285,7 @@ class ClickHouseStore:
             )
 
     def _memories(self, where: str, parameters: dict[str, Any], limit: int) -> list[Memory]:
-        sql = (
-            f"SELECT {', '.join(MEMORY_COLUMNS)} FROM memories FINAL WHERE {where} "
-            f"ORDER BY updated_at DESC, id LIMIT {int(limit)}"
-        )
-        with self._translated("reading memories"):
-            rows = self._client.query(sql, parameters=parameters).result_rows
+        rows = self._current_rows("memories", MEMORY_COLUMNS, where, parameters, "updated_at DESC, id", limit)
         return [self._memory_from_row(row) for row in rows]
 
     @staticmethod
