@@ -10,8 +10,6 @@ import subprocess
 import anyio
 import httpx2
 import pytest
-from tests.conftest import BIN, Home
-from tests.helpers import daemon_pids, is_alive, process_stat, store_held_by_another_process, wait_until
 
 from mnemo.daemon.client import DaemonClient
 from mnemo.daemon.launcher import daemon_pid, ensure_daemon, ping
@@ -19,6 +17,8 @@ from mnemo.episodes import EpisodeIn
 from mnemo.errors import DaemonError, InputError, NotFoundError
 from mnemo.memories import MemoryType, RememberRequest
 from mnemo.recall import RecallEpisodeRequest
+from tests.conftest import BIN, Home
+from tests.helpers import daemon_pids, is_alive, process_stat, store_held_by_another_process, wait_until
 
 
 def test_socket_directory_is_private_to_the_user(home: Home) -> None:

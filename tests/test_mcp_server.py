@@ -12,10 +12,10 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp_types import CallToolResult
-from tests.conftest import BIN, Home
 
 from mnemo.daemon.client import DaemonClient
 from mnemo.episodes import EpisodeIn
+from tests.conftest import BIN, Home
 
 pytestmark = pytest.mark.anyio
 TOOLS = {"recall", "remember", "forget", "keep", "recall_episode"}

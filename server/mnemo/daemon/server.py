@@ -73,6 +73,10 @@ def run_daemon(settings: Settings) -> int:
         time.sleep(0.05)
     try:
         return _serve_holding_lock(settings)
+    except Exception as exc:  # top level: tell a waiting launcher instead of letting it time out
+        logger.exception("daemon failed")
+        _write_start_failure(settings.start_failure_path, f"unexpected error in the daemon: {exc!r}")
+        return 1
     finally:
         os.close(lock_fd)
 
