@@ -55,3 +55,7 @@ def test_bm25_matches_a_brute_force_oracle_and_drops_non_matches() -> None:
 def test_bm25_with_no_terms_or_documents_is_empty() -> None:
     assert rank_bm25([], ["a"], corpus_size=1) == []
     assert rank_bm25(["a"], [], corpus_size=0) == []
+
+
+def test_a_question_of_only_stopwords_still_searches_its_words() -> None:
+    assert set(query_terms("what is it?")) == {"what", "is", "it"}

@@ -147,7 +147,9 @@ def tokenize(text: str) -> list[str]:
 
 def query_terms(query: str) -> list[str]:
     """Distinct informative terms of a question, longest first, at most MAX_QUERY_TERMS."""
-    terms = {t for t in tokenize(query) if t not in STOPWORDS}
+    tokens = set(tokenize(query))
+    # A question made only of stopwords still searches for them rather than for nothing.
+    terms = {t for t in tokens if t not in STOPWORDS} or tokens
     return sorted(terms, key=lambda t: (-len(t), t))[:MAX_QUERY_TERMS]
 
 

@@ -43,7 +43,6 @@ from mnemo.recall import (
     RecallResult,
     query_terms,
     rank_bm25,
-    tokenize,
 )
 from mnemo.store import ClickHouseStore
 
@@ -216,7 +215,7 @@ class MemoryService:
         return updated
 
     async def recall(self, request: RecallRequest) -> RecallResult:
-        terms = query_terms(request.query) or sorted(set(tokenize(request.query)))
+        terms = query_terms(request.query)
         if not terms:
             return RecallResult(memories=[], episodes=[])
         statuses = [MemoryStatus.ACTIVE]
@@ -244,7 +243,7 @@ class MemoryService:
                 raise NotFoundError(f"no episode has the id {request.id!r}")
             return EpisodesResult(episodes=[EpisodeHit(score=1.0, episode=e) for e in found])
         if request.query is not None:
-            terms = query_terms(request.query) or sorted(set(tokenize(request.query)))
+            terms = query_terms(request.query)
             hits = await self._search_episodes(terms, request.namespace, request.session, request.limit)
             return EpisodesResult(episodes=hits)
         assert request.session is not None
