@@ -16,6 +16,7 @@ from mcp_types import CallToolResult
 from mnemo.daemon.client import DaemonClient
 from mnemo.episodes import EpisodeIn
 from tests.conftest import BIN, Home
+from tests.helpers import store_held_by_another_process
 
 pytestmark = pytest.mark.anyio
 TOOLS = {"recall", "remember", "forget", "keep", "recall_episode"}
@@ -213,3 +214,12 @@ def test_stdout_carries_only_json_rpc(home: Home) -> None:
         assert json.loads(line)["jsonrpc"] == "2.0", line
     answer = json.loads(lines[1])
     assert answer["id"] == 2 and answer["result"]["isError"] is False
+
+
+async def test_a_store_that_cannot_be_opened_is_a_tool_error_naming_it(home: Home) -> None:
+    store_dir = home.path / "held-store"
+    held = home.with_env(MNEMO_STORE=f"chdb://{store_dir}")
+    with store_held_by_another_process(store_dir) as holder_pid:
+        async with mcp_client(held) as client:
+            message = error_text(await client.call_tool("recall", {"query": "anything"}))
+    assert f"is open in another process (pid {holder_pid})" in message
