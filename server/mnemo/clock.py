@@ -1,11 +1,16 @@
-"""Timestamps as the store keeps them: UTC, millisecond precision.
+"""Timestamps as the store keeps them: aware UTC, millisecond precision.
 
-Rounding at creation keeps what a call returns identical to what a later read returns.
+Rounding on the way in keeps what a call returns identical to what a later read returns.
 """
 
 from datetime import UTC, datetime
 
 
+def as_stored(value: datetime) -> datetime:
+    """``value`` as aware UTC at millisecond precision; a naive value is taken as UTC."""
+    value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    return value.replace(microsecond=value.microsecond // 1000 * 1000)
+
+
 def utc_now() -> datetime:
-    now = datetime.now(UTC)
-    return now.replace(microsecond=now.microsecond // 1000 * 1000)
+    return as_stored(datetime.now(UTC))

@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 import re
 import time
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Protocol
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from mnemo.clock import utc_now
+from mnemo.clock import as_stored, utc_now
 from mnemo.errors import TooLargeError
 
 NAMESPACE_PATTERN = r"^(person|workspace):[^\s]{1,120}$"
@@ -50,13 +50,7 @@ KIND_BY_ROLE = {
 }
 
 
-def _utc(value: datetime) -> datetime:
-    """Aware UTC at millisecond precision (what the store keeps); naive values are taken as UTC."""
-    value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-    return value.replace(microsecond=value.microsecond // 1000 * 1000)
-
-
-UtcDatetime = Annotated[datetime, AfterValidator(_utc)]
+UtcDatetime = Annotated[datetime, AfterValidator(as_stored)]
 Namespace = Annotated[str, Field(pattern=NAMESPACE_PATTERN, description="person:<name> or workspace:<id>")]
 ShortText = Annotated[str, Field(max_length=500)]
 

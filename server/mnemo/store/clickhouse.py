@@ -13,7 +13,6 @@ import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 from clickhouse_connect.driver.exceptions import ClickHouseError
 
+from mnemo.clock import utc_now
 from mnemo.config import redact_dsn
 from mnemo.episodes import AppendResult, Episode
 from mnemo.errors import StoreError, StoreLockedError
@@ -104,12 +104,6 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _utc(value: datetime | None) -> datetime | None:
-    if value is None:
-        return None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
-
-
 class ClickHouseStore:
     """Episodes, memories and entities in ClickHouse. Construct with :func:`open_store`."""
 
@@ -153,7 +147,7 @@ class ClickHouseStore:
                     self._client.command(statement)
                 self._client.insert(
                     VERSION_TABLE,
-                    [[migration.version, migration.name, datetime.now(UTC)]],
+                    [[migration.version, migration.name, utc_now()]],
                     column_names=["version", "name", "applied_at"],
                 )
             logger.info("applied migration %d: %s", migration.version, migration.name)
@@ -207,8 +201,6 @@ class ClickHouseStore:
     @staticmethod
     def _episode_from_row(row: Sequence[Any]) -> Episode:
         values = dict(zip(EPISODE_COLUMNS, row, strict=True))
-        values["time"] = _utc(values["time"])
-        values["received_at"] = _utc(values["received_at"])
         return Episode.model_validate(values)
 
     def get_episodes(self, ids: Sequence[str]) -> list[Episode]:
@@ -298,8 +290,6 @@ class ClickHouseStore:
             else EntityRef(name=e[0], role=e[1])
             for e in values["entities"]
         ]
-        for key in ("created_at", "updated_at", "valid_from", "valid_to"):
-            values[key] = _utc(values[key])
         return Memory.model_validate(values)
 
     def get_memory(self, memory_id: str) -> Memory | None:
@@ -369,7 +359,7 @@ class ClickHouseStore:
                     parameters={"ids": list(wanted)},
                 ).result_rows
             }
-        now = datetime.now(UTC)
+        now = utc_now()
         rows = [[key, 1, name, [], now, now] for key, name in wanted.items() if key not in known]
         if rows:
             with self._translated("writing entities"):
