@@ -72,10 +72,8 @@ def test_a_new_memory_version_replaces_the_current_state(store: ClickHouseStore)
     store.put_memory(forgotten(memory, "wrong"))
     current = store.get_memory("m-1")
     assert current is not None and current.status is MemoryStatus.FORGOTTEN and current.version == 2
-    active, total = store.memory_candidates(
-        ["gateway"], statuses=[MemoryStatus.ACTIVE], namespace=None, types=None
-    )
-    assert active == [] and total == 0
+    scanned = [m for batch in store.scan_memories() for m in batch]
+    assert [(m.id, m.version, m.status) for m in scanned] == [("m-1", 2, MemoryStatus.FORGOTTEN)]
     assert store.counts().memories_by_status == {"forgotten": 1}
 
 
@@ -87,15 +85,29 @@ def test_memory_round_trips_its_entities_and_sources(store: ClickHouseStore) -> 
     assert store.get_memory("m-2") == memory
 
 
-def test_embeddings_load_back_as_one_matrix(store: ClickHouseStore) -> None:
-    vectors = np.random.default_rng(0).standard_normal((3, 8)).astype(np.float32)
-    for i, vector in enumerate(vectors):
-        store.put_memory(_memory(f"m-{i}", f"memory {i}"), embedding=vector.tobytes())
-    store.put_memory(_memory("m-none", "not embedded yet"))
-    ids, matrix = store.load_embeddings()
-    assert ids == ["m-0", "m-1", "m-2"]
-    assert matrix.dtype == np.float32 and matrix.shape == (3, 8)
-    np.testing.assert_array_equal(matrix, vectors)
+def test_embeddings_are_kept_per_model_and_load_back_as_matrices(store: ClickHouseStore) -> None:
+    vectors = np.random.default_rng(0).standard_normal((5, 8)).astype(np.float32)
+    keys = [("m-0", 0), ("m-1", 0), ("ep-1", 0), ("ep-1", 1), ("ep-2", 0)]
+    store.put_embeddings("model-a", keys, vectors)
+    store.put_embeddings("model-b", [("m-0", 0)], np.ones((1, 4), dtype=np.float32))
+    store.put_embeddings("model-a", keys[:1], vectors[:1])  # re-sent: folded, not doubled
+    batches = list(store.scan_embeddings("model-a", batch_rows=2))
+    loaded = {key: row for found, matrix in batches for key, row in zip(found, matrix, strict=True)}
+    assert sorted(loaded) == sorted(keys)
+    for i, key in enumerate(keys):
+        np.testing.assert_array_equal(loaded[key], vectors[i])
+    (only_b,) = store.scan_embeddings("model-b")
+    assert only_b[0] == [("m-0", 0)] and only_b[1].shape == (1, 4)
+    assert list(store.scan_embeddings("model-c")) == []
+
+
+def test_entities_gain_aliases_without_losing_the_ones_they_had(store: ClickHouseStore) -> None:
+    store.upsert_entities([("postgresql", "PostgreSQL", ["pg"])])
+    store.upsert_entities([("postgresql", "postgresql", ["postgres"]), ("redis", "Redis", [])])
+    assert sorted(store.all_entities()) == [
+        ("postgresql", "PostgreSQL", ["pg", "postgres"]),
+        ("redis", "Redis", []),
+    ]
 
 
 def test_a_store_held_by_another_process_names_the_holder(tmp_path: Path) -> None:

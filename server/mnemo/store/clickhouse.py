@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from mnemo.clock import utc_now
 from mnemo.config import redact_dsn
 from mnemo.episodes import AppendResult, Episode
 from mnemo.errors import StoreError, StoreLockedError
-from mnemo.memories import EntityRef, Memory, MemoryStatus
+from mnemo.memories import EntityRef, Memory
 from mnemo.store.migrations import CREATE_VERSION_TABLE, MIGRATIONS, VERSION_TABLE
 
 logger = logging.getLogger(__name__)
@@ -38,12 +39,16 @@ EPISODE_COLUMNS = (
 _MEMORY_RENAMES = {"when": "when_text", "where": "where_text"}
 MEMORY_FIELDS = tuple(Memory.model_fields)
 MEMORY_COLUMNS = tuple(_MEMORY_RENAMES.get(f, f) for f in MEMORY_FIELDS)
-_SEARCH_TEXT_SQL = (
-    "concat(content, ' ', what, ' ', who, ' ', when_text, ' ', where_text, ' ', why, ' ', how, ' ', "
-    "arrayStringConcat(arrayMap(e -> e.1, entities), ' '))"
+_ENTITIES, _TYPE, _STATUS, _ORIGIN = (
+    MEMORY_FIELDS.index(f) for f in ("entities", "type", "status", "origin")
 )
-# Candidate rows read for exact scoring; the in-RAM engine replaces this prefilter later.
-MAX_CANDIDATES = 5_000
+
+
+def _matrix(blobs: list[bytes]) -> npt.NDArray[np.float32]:
+    width = len(blobs[0])
+    if any(len(b) != width for b in blobs) or width % 4:
+        raise StoreError("stored embeddings of one model have different sizes; re-embed with `mnemo models`")
+    return np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), width // 4).astype(np.float32)
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,40 +232,14 @@ class ClickHouseStore:
             params["namespace"] = namespace
         return self._episodes(" AND ".join(where), params, "ifNull(turn, 0), time, id", limit)
 
-    def episode_candidates(
-        self, terms: Sequence[str], *, namespace: str | None, session: str | None
-    ) -> tuple[list[Episode], int]:
-        """Episodes containing any term (substring, case-insensitive), newest first, and the scope size."""
-        where, params = ["1"], {}
-        if namespace is not None:
-            where.append("namespace = {namespace:String}")
-            params["namespace"] = namespace
-        if session is not None:
-            where.append("session = {session:String}")
-            params["session"] = session
-        scope = " AND ".join(where)
-        with self._translated("counting episodes"):
-            total = int(
-                self._client.command(f"SELECT count() FROM episodes FINAL WHERE {scope}", parameters=params)
-            )
-        params["terms"] = list(terms)  # type: ignore[assignment]
-        found = self._episodes(
-            f"{scope} AND multiSearchAnyCaseInsensitiveUTF8(text, {{terms:Array(String)}})",
-            params,
-            "time DESC, id",
-            MAX_CANDIDATES,
-        )
-        return found, total
-
     # -- memories ------------------------------------------------------------------------------
 
-    def put_memory(self, memory: Memory, *, embedding: bytes = b"") -> None:
+    def put_memory(self, memory: Memory) -> None:
         """Insert a version of a memory (the first, or the next one: callers raise ``version``)."""
-        row = [getattr(memory, f) for f in MEMORY_FIELDS]
-        row[MEMORY_FIELDS.index("entities")] = [(e.name, e.role) for e in memory.entities]
-        row[MEMORY_FIELDS.index("type")] = memory.type.value
-        row[MEMORY_FIELDS.index("status")] = memory.status.value
-        row[MEMORY_FIELDS.index("origin")] = memory.origin.value
+        self.put_memories([memory])
+
+    def put_memories(self, memories: Sequence[Memory]) -> None:
+        """Insert memory versions in one insert (bulk loads, benchmarks, the writer's batches)."""
         extra = {
             "has_human_backing": False,
             "confidence": 1.0,
@@ -269,12 +248,20 @@ class ClickHouseStore:
             "uses": 0,
             "non_uses": 0,
             "is_suppressed": False,
-            "embedding": embedding,
+            # Unused since migration 2 (vectors live in `embeddings`, per model).
+            "embedding": b"",
         }
-        with self._translated(f"writing memory {memory.id}"):
-            self._client.insert(
-                "memories", [row + list(extra.values())], column_names=[*MEMORY_COLUMNS, *extra]
-            )
+        rows = []
+        for memory in memories:
+            row = [getattr(memory, f) for f in MEMORY_FIELDS]
+            row[_ENTITIES] = [(e.name, e.role) for e in memory.entities]
+            row[_TYPE] = memory.type.value
+            row[_STATUS] = memory.status.value
+            row[_ORIGIN] = memory.origin.value
+            rows.append(row + list(extra.values()))
+        what = f"memory {memories[0].id}" if len(memories) == 1 else f"{len(memories)} memories"
+        with self._translated(f"writing {what}"):
+            self._client.insert("memories", rows, column_names=[*MEMORY_COLUMNS, *extra])
 
     def _memories(self, where: str, parameters: dict[str, Any], limit: int) -> list[Memory]:
         rows = self._current_rows("memories", MEMORY_COLUMNS, where, parameters, "updated_at DESC, id", limit)
@@ -296,71 +283,116 @@ class ClickHouseStore:
         found = self._memories("id = {id:String}", {"id": memory_id}, 1)
         return found[0] if found else None
 
-    def memory_candidates(
-        self,
-        terms: Sequence[str],
-        *,
-        statuses: Sequence[MemoryStatus],
-        namespace: str | None,
-        types: Sequence[str] | None,
-    ) -> tuple[list[Memory], int]:
-        """Memories in scope containing any term, and the number of memories in scope."""
-        where = ["status IN {statuses:Array(String)}"]
-        params: dict[str, Any] = {"statuses": [s.value for s in statuses]}
-        if namespace is not None:
-            where.append("namespace = {namespace:String}")
-            params["namespace"] = namespace
-        if types:
-            where.append("type IN {types:Array(String)}")
-            params["types"] = list(types)
-        scope = " AND ".join(where)
-        with self._translated("counting memories"):
-            total = int(
-                self._client.command(f"SELECT count() FROM memories FINAL WHERE {scope}", parameters=params)
-            )
-        params["terms"] = list(terms)
-        found = self._memories(
-            f"{scope} AND multiSearchAnyCaseInsensitiveUTF8({_SEARCH_TEXT_SQL}, {{terms:Array(String)}})",
-            params,
-            MAX_CANDIDATES,
-        )
-        return found, total
+    def get_memories(self, ids: Sequence[str]) -> dict[str, Memory]:
+        found = self._memories("id IN {ids:Array(String)}", {"ids": list(ids)}, len(ids) or 1)
+        return {m.id: m for m in found}
 
-    def load_embeddings(self) -> tuple[list[str], npt.NDArray[np.float32]]:
-        """Ids and the (n, dim) float32 matrix of embedded active memories: one buffer copy."""
-        with self._translated("loading embeddings"):
-            result = self._client.query(
-                "SELECT id, embedding FROM memories FINAL WHERE status = 'active' AND embedding != '' "
-                "ORDER BY id",
-                column_formats={"embedding": "bytes"},
+    def scan_memories(self, *, batch_rows: int = 50_000) -> Iterator[list[Memory]]:
+        """Every memory's current version, in batches (for building the index at start)."""
+        sql = f"SELECT {', '.join(MEMORY_COLUMNS)} FROM memories FINAL"
+        with self._translated("reading memories"), self._client.query_row_block_stream(sql) as stream:
+            batch: list[Memory] = []
+            for block in stream:
+                batch.extend(self._memory_from_row(row) for row in block)
+                if len(batch) >= batch_rows:
+                    yield batch
+                    batch = []
+            if batch:
+                yield batch
+
+    def scan_episodes(self, *, batch_rows: int = 50_000) -> Iterator[list[Episode]]:
+        """Every episode, in batches (for building the index at start)."""
+        sql = f"SELECT {', '.join(EPISODE_COLUMNS)} FROM episodes FINAL"
+        with self._translated("reading episodes"), self._client.query_row_block_stream(sql) as stream:
+            batch: list[Episode] = []
+            for block in stream:
+                batch.extend(self._episode_from_row(row) for row in block)
+                if len(batch) >= batch_rows:
+                    yield batch
+                    batch = []
+            if batch:
+                yield batch
+
+    def put_embeddings(
+        self, model: str, keys: Sequence[tuple[str, int]], vectors: npt.NDArray[np.float32]
+    ) -> None:
+        """Store vectors made by ``model`` for (owner, part) keys."""
+        if not keys:
+            return
+        now = utc_now()
+        rows = [
+            [model, owner, part, vectors[i].astype("<f4").tobytes(), now]
+            for i, (owner, part) in enumerate(keys)
+        ]
+        with self._translated(f"writing {len(rows)} embeddings"):
+            self._client.insert(
+                "embeddings", rows, column_names=["model", "owner", "part", "vector", "created_at"]
             )
-        ids = [row[0] for row in result.result_rows]
-        blobs = [row[1] for row in result.result_rows]
-        if not blobs:
-            return [], np.zeros((0, 0), dtype=np.float32)
-        width = len(blobs[0])
-        if any(len(b) != width for b in blobs) or width % 4:
-            raise StoreError("stored embeddings have inconsistent sizes; re-embed the memories")
-        matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), width // 4)
-        return ids, matrix.astype(np.float32, copy=False)
+
+    def embeddings_written_at(self, model: str) -> dict[tuple[str, int], datetime]:
+        """When each (owner, part) vector of ``model`` was written (a recomputed one is newer)."""
+        with self._translated("reading embeddings"):
+            rows = self._client.query(
+                "SELECT owner, part, created_at FROM embeddings FINAL WHERE model = {model:String}",
+                parameters={"model": model},
+            ).result_rows
+        return {(owner, int(part)): created for owner, part, created in rows}
+
+    def scan_embeddings(
+        self, model: str, *, batch_rows: int = 50_000
+    ) -> Iterator[tuple[list[tuple[str, int]], npt.NDArray[np.float32]]]:
+        """(owner, part) keys and the float32 matrix of every vector ``model`` made, in batches."""
+        sql = "SELECT owner, part, vector FROM embeddings FINAL WHERE model = {model:String}"
+        settings = {"model": model}
+        with (
+            self._translated("reading embeddings"),
+            self._client.query_row_block_stream(
+                sql, parameters=settings, column_formats={"vector": "bytes"}
+            ) as stream,
+        ):
+            keys: list[tuple[str, int]] = []
+            blobs: list[bytes] = []
+            for block in stream:
+                for owner, part, blob in block:
+                    keys.append((owner, int(part)))
+                    blobs.append(blob)
+                if len(keys) >= batch_rows:
+                    yield keys, _matrix(blobs)
+                    keys, blobs = [], []
+            if keys:
+                yield keys, _matrix(blobs)
 
     # -- entities ------------------------------------------------------------------------------
 
-    def upsert_entities(self, names: Sequence[str]) -> None:
-        """Record entity names not yet known (id: the case-folded name)."""
-        wanted = {name.strip().casefold(): name.strip() for name in names if name.strip()}
+    def upsert_entities(self, entities: Sequence[tuple[str, str, Sequence[str]]]) -> None:
+        """Record (key, name, aliases) entities; known ones gain the aliases they lacked."""
+        wanted: dict[str, tuple[str, set[str]]] = {}
+        for key, name, new_aliases in entities:
+            _, gathered = wanted.setdefault(key, (name, set()))
+            gathered.update(a for a in new_aliases if a)
         if not wanted:
             return
         with self._translated("reading entities"):
             known = {
-                row[0]
-                for row in self._client.query(
-                    "SELECT id FROM entities WHERE id IN {ids:Array(String)}",
-                    parameters={"ids": list(wanted)},
-                ).result_rows
+                row[0]: (int(row[1]), row[2], list(row[3]), row[4])
+                for row in self._current_rows(
+                    "entities",
+                    ("id", "version", "name", "aliases", "created_at"),
+                    "id IN {ids:Array(String)}",
+                    {"ids": list(wanted)},
+                    "id",
+                    len(wanted),
+                )
             }
         now = utc_now()
-        rows = [[key, 1, name, [], now, now] for key, name in wanted.items() if key not in known]
+        rows = []
+        for key, (name, aliases) in wanted.items():
+            if key not in known:
+                rows.append([key, 1, name, sorted(aliases), now, now])
+                continue
+            version, known_name, had, created_at = known[key]
+            if not aliases <= set(had):
+                rows.append([key, version + 1, known_name, sorted(aliases | set(had)), created_at, now])
         if rows:
             with self._translated("writing entities"):
                 self._client.insert(
@@ -368,6 +400,11 @@ class ClickHouseStore:
                     rows,
                     column_names=["id", "version", "name", "aliases", "created_at", "updated_at"],
                 )
+
+    def all_entities(self) -> list[tuple[str, str, list[str]]]:
+        """(key, name, aliases) of every known entity."""
+        rows = self._current_rows("entities", ("id", "name", "aliases"), "1", {}, "id", 10_000_000)
+        return [(row[0], row[1], list(row[2])) for row in rows]
 
     # -- status --------------------------------------------------------------------------------
 

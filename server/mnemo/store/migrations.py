@@ -104,4 +104,22 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        2,
+        "embeddings by model",
+        (
+            # One vector per (model, owner, part): owner is a memory id or an episode id, part the
+            # passage number (0 for memories). Vectors of different models never mix; switching
+            # models adds rows for the new one. vector: raw little-endian float32 bytes.
+            """
+            CREATE TABLE IF NOT EXISTS embeddings (
+                model LowCardinality(String),
+                owner String,
+                part UInt16,
+                vector String,
+                created_at DateTime64(3, 'UTC')
+            ) ENGINE = ReplacingMergeTree ORDER BY (model, owner, part)
+            """,
+        ),
+    ),
 )
