@@ -7,6 +7,7 @@ of the same name. Errors go to stderr as ``mnemo: error: …`` with exit status 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -24,7 +25,7 @@ from mnemo.daemon.launcher import daemon_pid, ensure_daemon, ping, stop_daemon
 from mnemo.episodes import Episode
 from mnemo.errors import InputError, MnemoError, validated
 from mnemo.importer import DEFAULT_BATCH_LINES, import_jsonl
-from mnemo.memories import EntityRef, Memory, MemoryType, RememberRequest
+from mnemo.memories import EntityIn, Memory, MemoryType, RememberRequest
 from mnemo.recall import EpisodesResult, RecallEpisodeRequest, RecallRequest, RecallResult
 
 T = TypeVar("T")
@@ -47,8 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--entity",
         action="append",
         default=[],
-        metavar="NAME[:ROLE]",
-        help="an entity it involves (repeatable)",
+        metavar="NAME[:ROLE][=ALIAS,...]",
+        help="an entity it involves, optionally with its role and aliases (repeatable)",
     )
     p.add_argument("--json", action="store_true", help="print the stored memory as JSON")
 
@@ -56,8 +57,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("query")
     p.add_argument("--namespace")
     p.add_argument("--type", action="append", dest="types", choices=[t.value for t in MemoryType])
-    p.add_argument("--history", action="store_true", dest="include_history", help="include closed memories")
+    p.add_argument(
+        "--history",
+        action="store_true",
+        dest="include_history",
+        help="rank closed (no longer true) memories as if the question asked about history",
+    )
     p.add_argument("--limit", type=int, default=10)
+    p.add_argument("--explain", action="store_true", help="show each component of each score")
     p.add_argument("--json", action="store_true", help="print the MCP tool's structured output")
 
     p = commands.add_parser("recall-episode", help="read raw episodes by id, session or query")
@@ -83,6 +90,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("status", help="version, store, daemon and counts")
     p.add_argument("--json", action="store_true")
 
+    p = commands.add_parser("models", help="list, verify, install or fetch embedding models")
+    p.add_argument("action", nargs="?", choices=["list", "verify", "install", "fetch"], default="list")
+    p.add_argument(
+        "target", nargs="?", help="install: a model directory with mnemo-model.json; fetch: embeddinggemma"
+    )
+    p.add_argument("--hub-url", default=None, help="fetch: the hub's base URL (a mirror)")
+    p.add_argument("--quiet", action="store_true", help="fetch: no progress bar")
+    p.add_argument("--json", action="store_true")
+
     p = commands.add_parser("daemon", help="start, stop or inspect the background daemon")
     p.add_argument("action", choices=["start", "stop", "status", "run"])
     return parser
@@ -92,9 +108,13 @@ def _model(cls: type[M], **values: object) -> M:
     return validated(cls, values)
 
 
-def _entity(text: str) -> EntityRef:
-    name, _, role = text.partition(":")
-    return _model(EntityRef, name=name, role=role or None)
+def _entity(text: str) -> EntityIn:
+    spec, _, aliases = text.partition("=")
+    name, _, role = spec.partition(":")
+    values: dict[str, object] = {"name": name, "aliases": [a for a in aliases.split(",") if a.strip()]}
+    if role:
+        values["role"] = role
+    return _model(EntityIn, **values)
 
 
 def _write(text: str, stream: TextIO | None = None) -> None:
@@ -123,6 +143,11 @@ def _show_memory(memory: Memory, score: float | None = None) -> None:
             _write(f"  {label}: {value}")
     if memory.entities:
         _write("  entities: " + ", ".join(f"{e.name} ({e.role})" for e in memory.entities))
+
+
+def _show_explain(components: dict[str, float] | None) -> None:
+    if components:
+        _write("  score = " + "  ".join(f"{name} {value:.3f}" for name, value in components.items()))
 
 
 def _show_episode(episode: Episode, score: float | None = None) -> None:
@@ -165,6 +190,7 @@ def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
         types=args.types,
         include_history=args.include_history,
         limit=args.limit,
+        explain=args.explain,
     )
     result: RecallResult = _with_client(settings, lambda c: c.recall(request))
     if args.json:
@@ -172,10 +198,12 @@ def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_OK
     for memory_hit in result.memories:
         _show_memory(memory_hit.memory, memory_hit.score)
+        _show_explain(memory_hit.explain)
     if result.episodes:
         _write("no memory matched; episodes:")
     for episode_hit in result.episodes:
         _show_episode(episode_hit.episode, episode_hit.score)
+        _show_explain(episode_hit.explain)
     if not result.memories and not result.episodes:
         _write("nothing found")
     return EXIT_OK
@@ -213,26 +241,30 @@ def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
 
 
 class ProgressBar:
-    """A one-line progress bar on stderr (one line per update when stderr is not a terminal)."""
+    """A one-line progress bar on stderr (one line per 10 % when stderr is not a terminal)."""
 
-    def __init__(self, stream: TextIO, label: str) -> None:
+    def __init__(self, stream: TextIO, label: str = "") -> None:
         self._stream = stream
         self._label = label
         self._started = time.monotonic()
         self._is_tty = stream.isatty()
         self._last_percent = -10
 
-    def update(self, lines: int, done_bytes: int, total_bytes: int) -> None:
-        percent = 100 if total_bytes == 0 else int(100 * done_bytes / total_bytes)
-        elapsed = max(time.monotonic() - self._started, 1e-6)
+    def show(self, done: int, total: int, detail: str) -> None:
+        percent = 100 if total == 0 else int(100 * done / total)
         bar = "#" * (percent // 4) + "." * (25 - percent // 4)
-        text = f"{self._label} [{bar}] {percent:3d}%  {lines:,} lines  {lines / elapsed:,.0f} lines/s"
+        text = f"{self._label} [{bar}] {percent:3d}%  {detail}".lstrip()
         if self._is_tty:
             self._stream.write("\r" + text)
-        elif percent >= self._last_percent + 10 or percent == 100:
+        elif percent >= self._last_percent + 10 or percent == 100 or percent < self._last_percent:
             self._stream.write(text + "\n")
             self._last_percent = percent
         self._stream.flush()
+
+    def update(self, lines: int, done_bytes: int, total_bytes: int) -> None:
+        """The import's progress: bytes read of the file, lines and lines per second."""
+        elapsed = max(time.monotonic() - self._started, 1e-6)
+        self.show(done_bytes, total_bytes, f"{lines:,} lines  {lines / elapsed:,.0f} lines/s")
 
     def close(self) -> None:
         if self._is_tty:
@@ -276,6 +308,59 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     _write(f"episodes   {status.episodes:,}")
     _write(f"memories   {memories}")
     _write(f"entities   {status.entities:,}")
+    _write(f"embedder   {status.embedder}")
+    index = "ready" if status.index_ready else "building"
+    _write(f"index      {index}, {status.embedding_backlog:,} waiting for vectors")
+    return EXIT_OK
+
+
+def cmd_models(args: argparse.Namespace, settings: Settings) -> int:
+    # Imported here: loading model code pulls in ONNX Runtime, which no other command needs.
+    from mnemo.embed import install_model, installed_models, verify_model  # noqa: PLC0415
+    from mnemo.embed.hub import DEFAULT_HUB_URL, HUB_MODELS, fetch_model  # noqa: PLC0415
+
+    restart = "restart the daemon to use it (mnemo daemon stop)"
+    if args.action == "install":
+        if args.target is None:
+            raise InputError("mnemo models install needs the model directory to install")
+        info = install_model(Path(args.target), settings)
+        _write(f"installed {info.id} at {info.location}; {restart}")
+        return EXIT_OK
+    if args.action == "fetch":
+        name = args.target or "embeddinggemma"
+        if name not in HUB_MODELS:
+            raise InputError(f"unknown model {name!r} to fetch; known: {', '.join(HUB_MODELS)}")
+        bar = None if args.quiet else ProgressBar(sys.stderr)
+        location = fetch_model(
+            HUB_MODELS[name],
+            Path(settings.models_dir),
+            hub_url=args.hub_url or DEFAULT_HUB_URL,
+            progress=None
+            if bar is None
+            else (lambda path, done, total: bar.show(done, total, f"{path}  {done / 2**20:,.0f} MB")),
+        )
+        if bar is not None:
+            bar.close()
+        _write(f"fetched and verified {HUB_MODELS[name].id} into {location}; {restart}")
+        return EXIT_OK
+    models = installed_models(settings)
+    chosen = settings.embedder if settings.embedder != "auto" else (models[0].id if models else "none")
+    if args.action == "verify":
+        for info in models:
+            verify_model(info)
+            _write(f"{info.id}: every file matches its sha256")
+        return EXIT_OK
+    if args.json:
+        _write(
+            json.dumps({"embedder": chosen, "installed": [dataclasses.asdict(m) for m in models]}, indent=2)
+        )
+        return EXIT_OK
+    for info in models:
+        mark = "*" if info.id == chosen else " "
+        _write(f"{mark} {info.id:<28} {info.family:<15} {info.dim:>4} dims  {info.location}")
+    if not models:
+        _write("no embedding model installed: recall searches by words and entities only")
+    _write(f"embedder setting: {settings.embedder} (the daemon uses {chosen})")
     return EXIT_OK
 
 
@@ -309,6 +394,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "forget": cmd_forget,
     "import": cmd_import,
     "status": cmd_status,
+    "models": cmd_models,
     "daemon": cmd_daemon,
 }
 

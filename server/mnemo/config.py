@@ -65,6 +65,20 @@ class Settings(BaseModel):
     max_episode_chars: int = Field(
         default=200_000, gt=0, le=50_000_000, description="Largest episode text accepted, in characters."
     )
+    embedder: str = Field(
+        default="auto",
+        pattern=r"^(auto|[a-z0-9][a-z0-9.\-]{0,80})$",
+        description="Embedding model id, or auto: the best installed model (see `mnemo models`).",
+    )
+    models_dir: str = Field(
+        default="",
+        description="Directory holding installed embedding models (default: models/ beside the store).",
+    )
+    gemma_query_prefix: str = Field(
+        default="task: question answering | query: ",
+        max_length=200,
+        description="Prefix EmbeddingGemma puts before a question (the recipe's measured best).",
+    )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", description="Level of the daemon's and the MCP server's logs."
     )
@@ -160,6 +174,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
 
     if not values.get("store"):
         values["store"] = f"chdb://{data_dir}"
+    if not values.get("models_dir"):
+        values["models_dir"] = str(data_dir.parent / "models")
     if not values.get("person"):
         values["person"] = _default_person(env)
     values.update(home=home, config_file=config_file, run_dir=run_dir, log_dir=log_dir)

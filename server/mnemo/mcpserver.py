@@ -31,7 +31,7 @@ from mnemo.memories import (
     MAX_ENTITIES,
     MAX_MEMORY_CHARS,
     MAX_W_CHARS,
-    EntityRef,
+    EntityIn,
     Memory,
     MemoryType,
     RememberRequest,
@@ -204,10 +204,11 @@ def build_server(settings: Settings) -> MCPServer[DaemonClient]:
             Field(max_length=MAX_W_CHARS, description="Only if the conversation says how; never invent it."),
         ] = "",
         entities: Annotated[
-            list[EntityRef] | None,
+            list[EntityIn] | None,
             Field(
                 max_length=MAX_ENTITIES,
-                description="Things this memory is about, with their role (subject, actor, location…).",
+                description="Things this memory is about, with their role (subject, actor, location…) "
+                "and other names they go by (aliases).",
             ),
         ] = None,
     ) -> Memory:

@@ -57,6 +57,12 @@ class EntityRef(BaseModel):
     role: Annotated[str, Field(min_length=1, max_length=40)] = "subject"
 
 
+class EntityIn(EntityRef):
+    """An entity named in a remember request; its aliases are recorded for the entity."""
+
+    aliases: Annotated[list[Annotated[str, Field(min_length=1, max_length=120)]], Field(max_length=16)] = []
+
+
 class RememberRequest(BaseModel):
     """An explicit memory to store."""
 
@@ -71,7 +77,7 @@ class RememberRequest(BaseModel):
     where: WText = ""
     why: WText = ""
     how: WText = ""
-    entities: Annotated[list[EntityRef], Field(max_length=MAX_ENTITIES)] = []
+    entities: Annotated[list[EntityIn], Field(max_length=MAX_ENTITIES)] = []
     session: Annotated[str, Field(max_length=500)] = ""
 
 

@@ -1,18 +1,11 @@
-"""Recall: questions in, ranked memories (and episodes when no memory answers) out.
+"""Recall's requests and results: questions in, ranked memories (and episodes) out.
 
-This is the simple lexical ranking of the foundation: the store narrows the candidates with a
-case-insensitive substring prefilter, and :func:`rank_bm25` scores them exactly with BM25 over
-word tokens. The in-RAM engine (entities, vectors, question analysis) replaces it later behind
-the same request and result models.
+The ranking itself lives in :mod:`mnemo.index` (no LLM call); these are the models that cross
+the daemon's HTTP API, the MCP tools and the CLI.
 """
 
 from __future__ import annotations
 
-import math
-import re
-from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Annotated, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -21,80 +14,6 @@ from mnemo.episodes import ID_PATTERN, Episode, Namespace
 from mnemo.memories import Memory, MemoryType
 
 MAX_QUERY_CHARS = 2_000
-MAX_QUERY_TERMS = 64
-_TOKEN_RE = re.compile(r"\w+(?:[.\-/]\w+)*", re.UNICODE)
-_PART_RE = re.compile(r"[^\W_]+", re.UNICODE)
-
-# Words that say nothing about which memory is meant (English and Spanish).
-STOPWORDS = frozenset(
-    """a an and are as at be but by did do does for from had has have how i if in is it its
-    me my of on or our so that the their them then there these they this to was we were what
-    when where which who why will with you your
-    al como con cual cuando de del donde el ella en es esta este hay la las lo los mas mi no
-    para pero por porque que quien se si sin su sus un una y ya
-    qué cuál cómo dónde cuándo quién más está él sí""".split()
-)
-
-
-def tokenize(text: str) -> list[str]:
-    """Lower-case word tokens; dotted/dashed identifiers also yield their parts (lb.tf → lb, tf)."""
-    tokens: list[str] = []
-    for match in _TOKEN_RE.finditer(text.lower()):
-        token = match.group()
-        tokens.append(token)
-        parts = _PART_RE.findall(token)
-        if len(parts) > 1 or (parts and parts[0] != token):
-            tokens.extend(parts)
-    return tokens
-
-
-def query_terms(query: str) -> list[str]:
-    """Distinct informative terms of a question, longest first, at most MAX_QUERY_TERMS."""
-    tokens = set(tokenize(query))
-    # A question made only of stopwords still searches for them rather than for nothing.
-    terms = {t for t in tokens if t not in STOPWORDS} or tokens
-    return sorted(terms, key=lambda t: (-len(t), t))[:MAX_QUERY_TERMS]
-
-
-@dataclass(frozen=True, slots=True)
-class Scored:
-    index: int
-    score: float
-
-
-def rank_bm25(
-    terms: Sequence[str],
-    documents: Sequence[str],
-    *,
-    corpus_size: int,
-    k1: float = 1.2,
-    b: float = 0.75,
-) -> list[Scored]:
-    """BM25 scores of ``documents`` for ``terms``, best first, zero scores dropped.
-
-    ``documents`` must contain every document of the corpus that holds any of the terms (the
-    store's prefilter guarantees it), so document frequencies computed here are exact;
-    ``corpus_size`` is the number of documents in the whole searched scope.
-    """
-    if not terms or not documents:
-        return []
-    wanted = set(terms)
-    counted = [Counter(t for t in tokenize(doc) if t in wanted) for doc in documents]
-    lengths = [max(1, len(tokenize(doc))) for doc in documents]
-    average_length = sum(lengths) / len(lengths)
-    frequency = Counter(term for counts in counted for term in counts)
-    n = max(corpus_size, len(documents))
-    idf = {t: math.log(1 + (n - df + 0.5) / (df + 0.5)) for t, df in frequency.items()}
-    scored = []
-    for index, counts in enumerate(counted):
-        score = 0.0
-        for term, tf in counts.items():
-            norm = tf + k1 * (1 - b + b * lengths[index] / average_length)
-            score += idf[term] * tf * (k1 + 1) / norm
-        if score > 0:
-            scored.append(Scored(index, score))
-    scored.sort(key=lambda s: (-s.score, s.index))
-    return scored
 
 
 class RecallRequest(BaseModel):
@@ -103,8 +22,11 @@ class RecallRequest(BaseModel):
     query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
     namespace: Namespace | None = None
     types: Annotated[list[MemoryType], Field(max_length=8)] | None = None
-    include_history: bool = False
+    include_history: bool = Field(
+        default=False, description="Rank closed (no longer true) memories as if history were asked."
+    )
     limit: Annotated[int, Field(ge=1, le=50)] = 10
+    explain: bool = Field(default=False, description="Return each score's components.")
 
 
 class MemoryHit(BaseModel):
@@ -112,6 +34,7 @@ class MemoryHit(BaseModel):
 
     score: float
     memory: Memory
+    explain: dict[str, float] | None = None
 
 
 class EpisodeHit(BaseModel):
@@ -119,6 +42,7 @@ class EpisodeHit(BaseModel):
 
     score: float
     episode: Episode
+    explain: dict[str, float] | None = None
 
 
 class RecallResult(BaseModel):

@@ -35,6 +35,9 @@ class Status(BaseModel):
     episodes: int
     memories: dict[str, int]
     entities: int
+    embedder: str = Field(description="The embedding model recall uses ('none' when none is installed).")
+    index_ready: bool = Field(description="Whether the in-RAM index has been built from the store.")
+    embedding_backlog: int = Field(description="Memories and episode passages still waiting for a vector.")
 
 
 class AppendRequest(BaseModel):

@@ -144,16 +144,21 @@ def build_app(
     async def watch_idle() -> None:
         while True:
             await anyio.sleep(min(1.0, idle_s / 4))
-            if service.writer.pending == 0 and activity.idle_for_s() >= idle_s:
+            if not service.is_busy and activity.idle_for_s() >= idle_s:
                 logger.info("idle for %.0f s with no pending work; exiting", idle_s)
                 request_exit()
                 return
+
+    async def build_then_embed() -> None:
+        await service.build_index()
+        await service.run_embedding()
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with anyio.create_task_group() as tg:
             tg.start_soon(service.writer.run)
             tg.start_soon(watch_idle)
+            tg.start_soon(build_then_embed)
             yield
             tg.cancel_scope.cancel()
 

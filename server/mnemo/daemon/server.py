@@ -24,6 +24,7 @@ from mnemo.config import Settings
 from mnemo.daemon.app import Activity, build_app
 from mnemo.daemon.rundir import ensure_private_dir, try_lock
 from mnemo.daemon.service import MemoryService
+from mnemo.embed import load_embedder
 from mnemo.episodes import NoRedaction
 from mnemo.errors import MnemoError
 from mnemo.store import open_store
@@ -95,7 +96,9 @@ def _serve_holding_lock(settings: Settings) -> int:
     try:
         settings.pid_path.write_text(f"{os.getpid()}\n")
         settings.socket_path.unlink(missing_ok=True)  # a stale socket from a killed daemon
-        service = MemoryService(store, settings, NoRedaction())
+        embedder = load_embedder(settings)
+        logger.info("embedding model: %s", embedder.model_id if embedder else "none installed")
+        service = MemoryService(store, settings, NoRedaction(), embedder)
         activity = Activity()
         server: _Server | None = None
 

@@ -17,11 +17,14 @@ from typing import TypeVar
 
 import anyio
 import anyio.to_thread
+import numpy as np
+import numpy.typing as npt
 
 from mnemo import __version__
 from mnemo.clock import utc_now
 from mnemo.config import Settings
 from mnemo.daemon.api import Health, Status
+from mnemo.embed import Embedder
 from mnemo.episodes import (
     AppendResult,
     Episode,
@@ -33,7 +36,9 @@ from mnemo.episodes import (
     new_id,
 )
 from mnemo.errors import MnemoError, NotFoundError
-from mnemo.memories import Memory, MemoryStatus, Origin, RememberRequest, forgotten, search_text
+from mnemo.index.entities import entity_key
+from mnemo.index.live import Found, RecallEngine, is_related
+from mnemo.memories import EntityRef, Memory, MemoryStatus, Origin, RememberRequest, forgotten
 from mnemo.recall import (
     EpisodeHit,
     EpisodesResult,
@@ -41,14 +46,13 @@ from mnemo.recall import (
     RecallEpisodeRequest,
     RecallRequest,
     RecallResult,
-    query_terms,
-    rank_bm25,
 )
 from mnemo.store import ClickHouseStore
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 MAX_BATCH_EPISODES = 5_000
+EMBED_BATCH = 32
 
 
 @dataclass(slots=True)
@@ -62,9 +66,15 @@ class _PendingAppend:
 class EpisodeWriter:
     """Group commit for episode appends; :meth:`run` runs for the daemon's whole life."""
 
-    def __init__(self, store: ClickHouseStore, limiter: anyio.CapacityLimiter) -> None:
+    def __init__(
+        self,
+        store: ClickHouseStore,
+        limiter: anyio.CapacityLimiter,
+        on_stored: Callable[[list[Episode]], None],
+    ) -> None:
         self._store = store
         self._limiter = limiter
+        self._on_stored = on_stored
         self._send, self._receive = anyio.create_memory_object_stream[_PendingAppend](1_000)
         self.pending = 0
 
@@ -108,6 +118,7 @@ class EpisodeWriter:
                 item.error = exc
                 item.done.set()
             return
+        self._on_stored([e for e, r in zip(episodes, results, strict=True) if r.is_new])
         offset = 0
         for item in batch:
             item.results = results[offset : offset + len(item.episodes)]
@@ -118,16 +129,22 @@ class EpisodeWriter:
 class MemoryService:
     """The daemon's operations over one open store."""
 
-    def __init__(self, store: ClickHouseStore, settings: Settings, redactor: Redactor) -> None:
+    def __init__(
+        self, store: ClickHouseStore, settings: Settings, redactor: Redactor, embedder: Embedder | None
+    ) -> None:
         self._store = store
         self._settings = settings
         self._limiter = anyio.CapacityLimiter(1)
+        self.engine = RecallEngine(embedder)
+        self._index_ready = anyio.Event()
+        self._embedder_limiter = anyio.CapacityLimiter(1)
+        self._backlog_added = anyio.Event()
         self._intake = EpisodeIntake(
             max_chars=settings.max_episode_chars,
             default_namespace=settings.namespace_of_person,
             redactor=redactor,
         )
-        self.writer = EpisodeWriter(store, self._limiter)
+        self.writer = EpisodeWriter(store, self._limiter, self._index_episodes)
         self.started_at = utc_now()
         self._started_monotonic = time.monotonic()
 
@@ -149,7 +166,78 @@ class MemoryService:
             episodes=counts.episodes,
             memories=counts.memories_by_status,
             entities=counts.entities,
+            embedder=self.engine.embedder.model_id if self.engine.embedder else "none",
+            index_ready=self._index_ready.is_set(),
+            embedding_backlog=self.engine.backlog,
         )
+
+    # -- the index -----------------------------------------------------------------------------
+
+    def _build_index(self) -> None:
+        """Load everything from the store into the engine (runs once, in a worker thread)."""
+        started = time.monotonic()
+        engine, embedder = self.engine, self.engine.embedder
+        embedded: set[str] = set()
+        if embedder is not None:
+            for keys, _ in self._store.scan_embeddings(embedder.model_id):
+                # A memory's vector is (id, 0); a passage's is (episode id, n), keyed "id#n".
+                embedded.update(f"{o}#{p}" for o, p in keys)
+                embedded.update(o for o, p in keys if p == 0)
+        for memories in self._store.scan_memories():
+            engine.add_memories(memories, embedded)
+        for episodes in self._store.scan_episodes():
+            engine.add_episodes(episodes, embedded)
+        engine.add_entities(self._store.all_entities())
+        if embedder is not None:
+            for keys, matrix in self._store.scan_embeddings(embedder.model_id):
+                engine.load_vectors(keys, matrix)
+        logger.info(
+            "index built in %.1f s: %d memories, %d episode passages, %d waiting for vectors",
+            time.monotonic() - started,
+            len(engine.memories),
+            len(engine.passages),
+            engine.backlog,
+        )
+
+    async def build_index(self) -> None:
+        await anyio.to_thread.run_sync(self._build_index, limiter=self._limiter)
+        self._index_ready.set()
+        self._backlog_added.set()
+
+    async def _ready(self) -> None:
+        with anyio.fail_after(self._settings.request_timeout_s):
+            await self._index_ready.wait()
+
+    def _index_episodes(self, episodes: list[Episode]) -> None:
+        if episodes:
+            self.engine.add_episodes(episodes)
+            self._backlog_added.set()
+
+    async def run_embedding(self) -> None:
+        """Give every indexed item a vector of the active model, in the background, forever."""
+        embedder = self.engine.embedder
+        if embedder is None:
+            return
+        while True:
+            await self._backlog_added.wait()
+            self._backlog_added = anyio.Event()
+            while items := self.engine.take_backlog(EMBED_BATCH):
+                vectors = await anyio.to_thread.run_sync(
+                    embedder.embed_documents, [text for _, _, text in items], limiter=self._embedder_limiter
+                )
+                keys = [(key.partition("#")[0], int(key.partition("#")[2] or 0)) for _, key, _ in items]
+                try:
+                    await self._call(self._store.put_embeddings, embedder.model_id, keys, vectors)
+                except MnemoError:
+                    logger.exception(
+                        "storing %d embeddings failed; they are recomputed at next start", len(keys)
+                    )
+                self.engine.put_vectors([(name, key) for name, key, _ in items], vectors)
+
+    @property
+    def is_busy(self) -> bool:
+        """Work that should keep the daemon alive: pending writes or an embedding backlog."""
+        return self.writer.pending > 0 or self.engine.backlog > 0
 
     async def append(self, incoming: Sequence[EpisodeIn]) -> list[AppendResult]:
         """Store each acceptable episode; refused ones come back with ``error`` and are not stored."""
@@ -192,15 +280,19 @@ class MemoryService:
             where=request.where,
             why=request.why,
             how=request.how,
-            entities=request.entities,
+            entities=[EntityRef(name=e.name, role=e.role) for e in request.entities],
             sources=[note.id],
             origin=Origin.EXPLICIT,
             created_at=now,
             updated_at=now,
             valid_from=now,
         )
-        await self._call(self._store.upsert_entities, [e.name for e in request.entities])
+        entities = [(entity_key(e.name), e.name, list(e.aliases)) for e in request.entities]
+        await self._call(self._store.upsert_entities, entities)
         await self._call(self._store.put_memory, memory)
+        self.engine.add_entities(entities)
+        self.engine.add_memories([memory])
+        self._backlog_added.set()
         return memory
 
     async def forget(self, memory_id: str, reason: str) -> Memory:
@@ -212,29 +304,52 @@ class MemoryService:
             return memory
         updated = forgotten(memory, reason)
         await self._call(self._store.put_memory, updated)
+        self.engine.set_memory_status(updated)
         return updated
 
     async def recall(self, request: RecallRequest) -> RecallResult:
-        terms = query_terms(request.query)
-        if not terms:
-            return RecallResult(memories=[], episodes=[])
-        statuses = [MemoryStatus.ACTIVE]
-        if request.include_history:
-            statuses.append(MemoryStatus.CLOSED)
+        """Memories that answer the question; episodes when no memory does (no LLM call)."""
+        await self._ready()
+        analysis, entities = self.engine.analyse(request.query, utc_now())
+        vector = await self._question_vector(request.query)
+        namespaces = [request.namespace] if request.namespace else None
         types = [t.value for t in request.types] if request.types else None
-        candidates, total = await self._call(
-            lambda: self._store.memory_candidates(
-                terms, statuses=statuses, namespace=request.namespace, types=types
+        found = await anyio.to_thread.run_sync(
+            lambda: self.engine.search_memories(
+                analysis,
+                entities,
+                vector,
+                namespaces=namespaces,
+                types=types,
+                force_history=request.include_history,
+                limit=request.limit,
             )
         )
-        ranked = rank_bm25(terms, [search_text(m) for m in candidates], corpus_size=total)
-        hits = [MemoryHit(score=round(s.score, 4), memory=candidates[s.index]) for s in ranked]
-        # What is no longer true ranks behind what is current (stable: keeps score order inside).
-        hits.sort(key=lambda h: h.memory.status is not MemoryStatus.ACTIVE)
-        if hits:
-            return RecallResult(memories=hits[: request.limit], episodes=[])
-        episodes = await self._search_episodes(terms, request.namespace, None, request.limit)
+        if any(is_related(f) for f in found):
+            memories = await self._call(self._store.get_memories, [f.owner for f in found])
+            return RecallResult(
+                memories=[
+                    MemoryHit(
+                        score=f.score,
+                        memory=memories[f.owner],
+                        explain=f.components if request.explain else None,
+                    )
+                    for f in found
+                    if f.owner in memories
+                ],
+                episodes=[],
+            )
+        episodes = await self._search_episodes(
+            request.query, namespaces, None, request.limit, request.explain
+        )
         return RecallResult(memories=[], episodes=episodes)
+
+    async def _question_vector(self, question: str) -> npt.NDArray[np.float32] | None:
+        if self.engine.embedder is None:
+            return None
+        return await anyio.to_thread.run_sync(
+            self.engine.question_vector, question, limiter=self._embedder_limiter
+        )
 
     async def recall_episodes(self, request: RecallEpisodeRequest) -> EpisodesResult:
         if request.id is not None:
@@ -243,8 +358,10 @@ class MemoryService:
                 raise NotFoundError(f"no episode has the id {request.id!r}")
             return EpisodesResult(episodes=[EpisodeHit(score=1.0, episode=e) for e in found])
         if request.query is not None:
-            terms = query_terms(request.query)
-            hits = await self._search_episodes(terms, request.namespace, request.session, request.limit)
+            await self._ready()
+            namespaces = [request.namespace] if request.namespace else None
+            sessions = [request.session] if request.session else None
+            hits = await self._search_episodes(request.query, namespaces, sessions, request.limit, False)
             return EpisodesResult(episodes=hits)
         assert request.session is not None
         session = request.session
@@ -260,12 +377,25 @@ class MemoryService:
         return EpisodesResult(episodes=[EpisodeHit(score=1.0, episode=e) for e in found])
 
     async def _search_episodes(
-        self, terms: list[str], namespace: str | None, session: str | None, limit: int
+        self,
+        question: str,
+        namespaces: list[str] | None,
+        sessions: list[str] | None,
+        limit: int,
+        explain: bool,
     ) -> list[EpisodeHit]:
-        if not terms:
-            return []
-        candidates, total = await self._call(
-            lambda: self._store.episode_candidates(terms, namespace=namespace, session=session)
+        analysis, entities = self.engine.analyse(question, utc_now())
+        vector = await self._question_vector(question)
+        found: list[Found] = await anyio.to_thread.run_sync(
+            lambda: self.engine.search_episodes(
+                analysis, entities, vector, namespaces=namespaces, sessions=sessions, limit=limit
+            )
         )
-        ranked = rank_bm25(terms, [e.text for e in candidates], corpus_size=total)
-        return [EpisodeHit(score=round(s.score, 4), episode=candidates[s.index]) for s in ranked[:limit]]
+        if not found:
+            return []
+        episodes = {e.id: e for e in await self._call(self._store.get_episodes, [f.owner for f in found])}
+        return [
+            EpisodeHit(score=f.score, episode=episodes[f.owner], explain=f.components if explain else None)
+            for f in found
+            if f.owner in episodes
+        ]

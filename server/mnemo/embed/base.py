@@ -1,0 +1,88 @@
+"""What every embedder is: a model id, a dimension, and two ways to embed (questions, documents).
+
+Embeddings are L2-normalised float32 rows. The model id names the exact weights, so vectors made
+by different models are never compared: the store keeps each vector with the id of its model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from mnemo.errors import ConfigError
+
+MANIFEST = "mnemo-model.json"
+_VERIFIED_STAMP = ".verified.json"
+
+
+class Embedder(Protocol):
+    model_id: str
+    dim: int
+
+    def embed_queries(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
+
+    def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    """An installed model: what `mnemo models` lists and `mnemo status` names."""
+
+    id: str
+    family: str
+    dim: int
+    location: str
+    quality_rank: int  # lower is better; `auto` picks the lowest installed
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def verify_files(directory: Path, expected: dict[str, str]) -> None:
+    """Check every file against its pinned sha256; raise ConfigError naming the first mismatch.
+
+    Hashing a 300 MB model takes about a second, so a successful check is remembered in a stamp
+    file keyed by each file's size and mtime, and redone only when a file changes.
+    """
+    stamp_path = directory / _VERIFIED_STAMP
+    current = {}
+    for name, digest in expected.items():
+        path = directory / name
+        if not path.is_file():
+            raise ConfigError(f"model file {path} is missing")
+        stat = path.stat()
+        current[name] = [stat.st_size, stat.st_mtime_ns, digest]
+    try:
+        if json.loads(stamp_path.read_text()) == current:
+            return
+    except (OSError, ValueError):
+        pass
+    for name, digest in expected.items():
+        actual = sha256_of(directory / name)
+        if actual != digest:
+            raise ConfigError(
+                f"model file {directory / name} has sha256 {actual}, expected {digest}: "
+                "it is corrupt or not the pinned file; reinstall the model"
+            )
+    # A read-only model directory is verified every time instead.
+    with contextlib.suppress(OSError):
+        stamp_path.write_text(json.dumps(current))
+
+
+def normalised(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    unit: npt.NDArray[np.float32] = (matrix / np.maximum(norms, 1e-12)).astype(np.float32)
+    return unit

@@ -1,0 +1,426 @@
+"""The in-RAM search index over one kind of document (memories, or episode passages).
+
+Each document is a row. Rows carry roaring bitmaps per namespace, kind, status, person, session,
+entity and entity × role, the filled W fields, a BM25 posting list and an int8 vector. A search is
+a pure function of the index's state and a :class:`SearchQuery`, and its score is deterministic
+and explained component by component (see :class:`Weights` and docs/recall.md):
+
+    relevance = w_vector·vector + w_lexical·lexical
+    score = relevance + w_context·context + w_entity·entity + w_asked·asked + w_date·date
+            + w_history·(closed and the question asks about history)
+
+``vector`` is the cosine to the question, min-max normalised over the candidates (over a spread
+of at least 0.1 cosine); ``lexical`` the BM25 score divided by the best candidate's; ``context``
+the best relevance among the turns just before and after (episodes in a session); ``entity`` the
+share of the question's entities the document names; ``asked`` 1 when the document fills the W
+asked; ``date`` 1 when the document's time falls in the question's dates. Unless the question
+asks about history, what is no longer current (closed) ranks behind everything current,
+whatever its score.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+import numpy.typing as npt
+from pyroaring import BitMap
+
+from mnemo.index.lexical import LexicalIndex
+from mnemo.index.query import Asked, DateRange
+from mnemo.index.text import terms as text_terms
+from mnemo.index.vectors import VectorIndex
+
+CURRENT = "active"
+CLOSED = "closed"
+_CANDIDATES_PER_SOURCE = 200
+MIN_COSINE_SPREAD = 0.1
+_MAX_CACHED_MASKS = 32
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    key: str
+    owner: str
+    text: str
+    namespace: str
+    kind: str
+    status: str
+    time: datetime
+    entities: tuple[tuple[str, str], ...] = ()
+    who: str = ""
+    session: str = ""
+    turn: int | None = None
+    filled: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class Weights:
+    """The score's weights (docs/recall.md says how they were chosen)."""
+
+    vector: float = 0.7
+    lexical: float = 0.3
+    context: float = 0.6
+    entity: float = 0.15
+    asked: float = 0.05
+    date: float = 0.3
+    history: float = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class SearchQuery:
+    terms: Sequence[str]
+    vector: npt.NDArray[np.float32] | None = None
+    entities: Sequence[str] = ()
+    asked: Asked | None = None
+    dates: DateRange | None = None
+    is_history: bool = False
+    namespaces: Sequence[str] | None = None
+    kinds: Sequence[str] | None = None
+    statuses: Sequence[str] = (CURRENT,)
+    sessions: Sequence[str] | None = None
+    sessions_excluded: Sequence[str] = ()
+    limit: int = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    key: str
+    owner: str
+    score: float
+    is_current: bool
+    components: dict[str, float] = field(default_factory=dict)
+
+
+def _union(maps: Iterable[BitMap]) -> BitMap:
+    out = BitMap()
+    for m in maps:
+        out |= m
+    return out
+
+
+class SearchIndex:
+    """Rows are appended; a re-put key retires its old row; status changes apply in place."""
+
+    def __init__(self, weights: Weights | None = None) -> None:
+        self.weights = weights or Weights()
+        self._lock = threading.RLock()
+        self._keys: list[str] = []
+        self._owners: list[str] = []
+        self._row_of: dict[str, int] = {}
+        self._times_ms = np.zeros(0, dtype=np.int64)
+        self._live = BitMap()
+        self._by_namespace: dict[str, BitMap] = {}
+        self._by_kind: dict[str, BitMap] = {}
+        self._by_status: dict[str, BitMap] = {}
+        self._by_who: dict[str, BitMap] = {}
+        self._by_session: dict[str, BitMap] = {}
+        self._by_entity: dict[str, BitMap] = {}
+        self._by_entity_role: dict[tuple[str, str], BitMap] = {}
+        self._by_filled: dict[str, BitMap] = {}
+        self._status_of: list[str] = []
+        # Where a row sits in a conversation (session, turn), and the rows at each place.
+        self._place_of: list[tuple[str, int] | None] = []
+        self._rows_at: dict[tuple[str, int], list[int]] = {}
+        self._lexical = LexicalIndex()
+        self._vectors: VectorIndex | None = None
+        self._generation = 0  # bumped by every write; cached masks of older generations are stale
+        self._masks: dict[object, tuple[int, BitMap, npt.NDArray[np.bool_]]] = {}
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+    def add(self, documents: Sequence[Document]) -> None:
+        """Index documents; a key already present is replaced (its old row retires)."""
+        if not documents:
+            return
+        tokenised = [text_terms(d.text) for d in documents]
+        with self._lock:
+            self._generation += 1
+            start = len(self._keys)
+            for document in documents:
+                old = self._row_of.get(document.key)
+                if old is not None:
+                    self._retire(old)
+            self._grow_times(start + len(documents))
+            for offset, document in enumerate(documents):
+                row = start + offset
+                self._keys.append(document.key)
+                self._owners.append(document.owner)
+                self._status_of.append(document.status)
+                place = (
+                    (document.session, document.turn)
+                    if document.session and document.turn is not None
+                    else None
+                )
+                self._place_of.append(place)
+                if place is not None:
+                    self._rows_at.setdefault(place, []).append(row)
+                self._row_of[document.key] = row
+                self._times_ms[row] = int(document.time.timestamp() * 1000)
+                self._live.add(row)
+                self._by_namespace.setdefault(document.namespace, BitMap()).add(row)
+                self._by_kind.setdefault(document.kind, BitMap()).add(row)
+                self._by_status.setdefault(document.status, BitMap()).add(row)
+                if document.who:
+                    self._by_who.setdefault(document.who, BitMap()).add(row)
+                if document.session:
+                    self._by_session.setdefault(document.session, BitMap()).add(row)
+                for entity, role in document.entities:
+                    self._by_entity.setdefault(entity, BitMap()).add(row)
+                    self._by_entity_role.setdefault((entity, role), BitMap()).add(row)
+                for w in document.filled:
+                    self._by_filled.setdefault(w, BitMap()).add(row)
+            self._lexical.add(tokenised)
+
+    def _grow_times(self, needed: int) -> None:
+        if needed > len(self._times_ms):
+            grown = np.zeros(max(needed, 2 * len(self._times_ms), 1024), dtype=np.int64)
+            grown[: len(self._keys)] = self._times_ms[: len(self._keys)]
+            self._times_ms = grown
+
+    def _retire(self, row: int) -> None:
+        self._live.discard(row)
+
+    def remove(self, keys: Iterable[str]) -> None:
+        with self._lock:
+            self._generation += 1
+            for key in keys:
+                row = self._row_of.pop(key, None)
+                if row is not None:
+                    self._retire(row)
+
+    def set_status(self, key: str, status: str) -> bool:
+        """Change a document's status in place (close, forget); False when the key is unknown."""
+        with self._lock:
+            row = self._row_of.get(key)
+            if row is None:
+                return False
+            self._generation += 1
+            self._by_status[self._status_of[row]].discard(row)
+            self._by_status.setdefault(status, BitMap()).add(row)
+            self._status_of[row] = status
+            return True
+
+    def put_vectors(self, keys: Sequence[str], vectors: npt.NDArray[np.float32]) -> None:
+        """Attach vectors to documents by key (unknown keys are skipped)."""
+        with self._lock:
+            pairs = [(self._row_of.get(k), i) for i, k in enumerate(keys)]
+            known = [(row, i) for row, i in pairs if row is not None]
+            if not known:
+                return
+            if self._vectors is None:
+                self._vectors = VectorIndex(vectors.shape[1])
+            rows = np.asarray([row for row, _ in known], dtype=np.int64)
+            self._vectors.put(rows, vectors[[i for _, i in known]])
+
+    def clear_vectors(self) -> None:
+        with self._lock:
+            self._vectors = None
+
+    def keys_without_vectors(self) -> list[str]:
+        with self._lock:
+            rows = np.asarray(list(self._live), dtype=np.int64)
+            if self._vectors is not None and len(rows):
+                rows = rows[~self._vectors.has(rows)]
+            return [self._keys[r] for r in rows]
+
+    def has_key(self, key: str) -> bool:
+        return key in self._row_of
+
+    def entity_keys(self) -> list[str]:
+        return list(self._by_entity)
+
+    # -- searching -----------------------------------------------------------------------------
+
+    def _allowed(self, query: SearchQuery) -> BitMap:
+        allowed = _union(self._by_status.get(s, BitMap()) for s in query.statuses) & self._live
+        if query.namespaces is not None:
+            allowed &= _union(self._by_namespace.get(n, BitMap()) for n in query.namespaces)
+        if query.kinds is not None:
+            allowed &= _union(self._by_kind.get(k, BitMap()) for k in query.kinds)
+        if query.sessions is not None:
+            allowed &= _union(self._by_session.get(s, BitMap()) for s in query.sessions)
+        for session in query.sessions_excluded:
+            allowed -= self._by_session.get(session, BitMap())
+        return allowed
+
+    def _allowed_with_mask(self, query: SearchQuery) -> tuple[BitMap, npt.NDArray[np.bool_]]:
+        """The rows a query may return, as a bitmap and a boolean mask, cached per filter.
+
+        Building the mask of a million rows costs milliseconds; hooks ask with the same filters
+        again and again, so masks are kept until the next write changes the index.
+        """
+        key = (
+            tuple(query.statuses),
+            None if query.namespaces is None else tuple(query.namespaces),
+            None if query.kinds is None else tuple(query.kinds),
+            None if query.sessions is None else tuple(query.sessions),
+            tuple(query.sessions_excluded),
+        )
+        cached = self._masks.get(key)
+        if cached is not None and cached[0] == self._generation:
+            return cached[1], cached[2]
+        allowed = self._allowed(query)
+        mask = np.zeros(len(self._keys), dtype=bool)
+        mask[np.asarray(allowed.to_array(), dtype=np.int64)] = True
+        if len(self._masks) >= _MAX_CACHED_MASKS:
+            self._masks.clear()
+        self._masks[key] = (self._generation, allowed, mask)
+        return allowed, mask
+
+    def search(self, query: SearchQuery) -> list[Ranked]:
+        """The best ``query.limit`` documents, ranked by the documented score."""
+        with self._lock:
+            return self._search(query)
+
+    def _search(self, query: SearchQuery) -> list[Ranked]:
+        allowed, mask = self._allowed_with_mask(query)
+        if not allowed:
+            return []
+
+        lexical_rows, lexical_scores = self._lexical.score(query.terms, mask)
+        if len(lexical_rows) > _CANDIDATES_PER_SOURCE:
+            top = np.argpartition(-lexical_scores, _CANDIDATES_PER_SOURCE)[:_CANDIDATES_PER_SOURCE]
+        else:
+            top = np.arange(len(lexical_rows))
+        candidates: list[npt.NDArray[np.int64]] = [lexical_rows[top]]
+
+        vectors = self._vectors if query.vector is not None else None
+        if vectors is not None and query.vector is not None:
+            vector_rows, _ = vectors.search(query.vector, _CANDIDATES_PER_SOURCE, mask)
+            candidates.append(vector_rows)
+
+        entity_hits = BitMap()
+        for entity in query.entities:
+            entity_hits |= self._by_entity.get(entity, BitMap())
+        entity_hits &= allowed
+        if entity_hits:
+            rows = np.asarray(entity_hits.to_array(), dtype=np.int64)
+            # The most recent ones when an entity is everywhere.
+            candidates.append(rows[np.argsort(-self._times_ms[rows], kind="stable")][:_CANDIDATES_PER_SOURCE])
+
+        rows = np.unique(np.concatenate(candidates)) if candidates else np.zeros(0, dtype=np.int64)
+        if not len(rows):
+            return []
+        if self._rows_at:
+            rows = np.unique(np.concatenate([rows, self._neighbours(rows, mask)]))
+        return self._rank(rows, query, lexical_rows, lexical_scores, vectors)
+
+    def _adjacent(self, row: int) -> list[int]:
+        """Rows of the turns just before and after this row's turn, in the same session."""
+        place = self._place_of[row]
+        if place is None:
+            return []
+        session, turn = place
+        return self._rows_at.get((session, turn - 1), []) + self._rows_at.get((session, turn + 1), [])
+
+    def _neighbours(self, rows: npt.NDArray[np.int64], mask: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
+        found = [r for row in rows.tolist() for r in self._adjacent(row) if r < len(mask) and mask[r]]
+        return np.asarray(found, dtype=np.int64)
+
+    def _rank(
+        self,
+        rows: npt.NDArray[np.int64],
+        query: SearchQuery,
+        lexical_rows: npt.NDArray[np.int64],
+        lexical_scores: npt.NDArray[np.float32],
+        vectors: VectorIndex | None,
+    ) -> list[Ranked]:
+        weights = self.weights
+        lexical = np.zeros(len(rows), dtype=np.float32)
+        if len(lexical_rows):
+            position = np.searchsorted(lexical_rows, rows)
+            position = np.minimum(position, len(lexical_rows) - 1)
+            found = lexical_rows[position] == rows
+            lexical[found] = lexical_scores[position[found]]
+            best = lexical.max()
+            if best > 0:
+                lexical /= best
+        vector = np.zeros(len(rows), dtype=np.float32)
+        cosine = np.zeros(len(rows), dtype=np.float32)
+        if vectors is not None and query.vector is not None:
+            has = vectors.has(rows)
+            if has.any():
+                cosines = vectors.cosines(rows[has], query.vector)
+                cosine[has] = cosines
+                # Min-max over the candidates, but over a cosine spread of at least MIN_SPREAD: with
+                # few candidates whose cosines are close, a plain min-max would turn a 0.01
+                # difference into the whole 0..1 range and drown every other component.
+                high = float(cosines.max())
+                low = min(float(cosines.min()), high - MIN_COSINE_SPREAD)
+                vector[has] = (cosines - low) / (high - low)
+        # A turn is more likely relevant when the turn before or after it is (a question and its
+        # answer, a prompt and its response): context is the best neighbour's relevance.
+        relevance = weights.vector * vector + weights.lexical * lexical
+        context = np.zeros(len(rows), dtype=np.float32)
+        if self._rows_at:
+            position_of = {int(r): i for i, r in enumerate(rows)}
+            for i, row in enumerate(rows.tolist()):
+                near = [position_of[r] for r in self._adjacent(row) if r in position_of]
+                if near:
+                    context[i] = relevance[near].max()
+        entity = np.zeros(len(rows), dtype=np.float32)
+        for key in dict.fromkeys(query.entities):
+            named = self._by_entity.get(key)
+            if named:
+                entity += np.fromiter((r in named for r in rows), dtype=np.float32, count=len(rows))
+        if query.entities:
+            entity /= len(dict.fromkeys(query.entities))
+        asked = np.zeros(len(rows), dtype=np.float32)
+        if query.asked is not None and query.asked.value in self._by_filled:
+            filled = self._by_filled[query.asked.value]
+            asked = np.fromiter((r in filled for r in rows), dtype=np.float32, count=len(rows))
+        date = np.zeros(len(rows), dtype=np.float32)
+        if query.dates is not None:
+            times = self._times_ms[rows]
+            start = int(query.dates.start.timestamp() * 1000)
+            end = int(query.dates.end.timestamp() * 1000)
+            date = ((times >= start) & (times < end)).astype(np.float32)
+        is_current = np.fromiter((self._status_of[r] != CLOSED for r in rows), dtype=bool, count=len(rows))
+        history = (~is_current).astype(np.float32) if query.is_history else np.zeros(len(rows), np.float32)
+        score = (
+            relevance
+            + weights.context * context
+            + weights.entity * entity
+            + weights.asked * asked
+            + weights.date * date
+            + weights.history * history
+        )
+        # Current first unless history is asked; then score; then key, so ties are stable.
+        tier = np.zeros(len(rows), dtype=np.int8) if query.is_history else (~is_current).astype(np.int8)
+        keys = [self._keys[r] for r in rows]
+        order = sorted(range(len(rows)), key=lambda i: (tier[i], -float(score[i]), keys[i]))
+        ranked: list[Ranked] = []
+        owners_seen: set[str] = set()
+        for i in order:
+            owner = self._owners[rows[i]]
+            if owner in owners_seen:  # another passage of the same episode ranked higher
+                continue
+            owners_seen.add(owner)
+            if len(ranked) == query.limit:
+                break
+            ranked.append(
+                Ranked(
+                    key=keys[i],
+                    owner=owner,
+                    score=round(float(score[i]), 6),
+                    is_current=bool(is_current[i]),
+                    components={
+                        "cosine": round(float(cosine[i]), 6),
+                        "vector": round(float(vector[i]), 6),
+                        "lexical": round(float(lexical[i]), 6),
+                        "context": round(float(context[i]), 6),
+                        "entity": round(float(entity[i]), 6),
+                        "asked": float(asked[i]),
+                        "date": float(date[i]),
+                        "history": float(history[i]),
+                    },
+                )
+            )
+        return ranked

@@ -1,0 +1,159 @@
+"""BM25 over an inverted index: a compact base segment plus a small segment of recent additions.
+
+The base is CSR arrays (per term: document rows and term frequencies), built in one vectorised
+pass; documents added later go to a dictionary segment that is folded into the base when it grows
+past a fraction of it. Removal is not handled here: the engine masks rows out when it scores.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+K1 = 1.2
+B = 0.75
+_MERGE_FRACTION = 0.1
+_MIN_MERGE_ROWS = 2_000
+
+
+class LexicalIndex:
+    def __init__(self) -> None:
+        self._vocabulary: dict[str, int] = {}
+        self._indptr = np.zeros(1, dtype=np.int64)
+        self._rows = np.zeros(0, dtype=np.int32)
+        self._tfs = np.zeros(0, dtype=np.float32)
+        self._recent: dict[int, list[tuple[int, int]]] = {}
+        self._recent_rows = 0
+        self._lengths = np.zeros(0, dtype=np.float32)
+        self._size = 0
+        self._total_length = 0.0
+        self._df = np.zeros(0, dtype=np.int64)
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def _term_id(self, term: str) -> int:
+        term_id = self._vocabulary.get(term)
+        if term_id is None:
+            term_id = self._vocabulary[term] = len(self._vocabulary)
+        return term_id
+
+    def add(self, documents: Sequence[Sequence[str]]) -> None:
+        """Append documents (their terms, with repeats) as the next rows."""
+        start = self._size
+        lengths = np.fromiter((len(d) for d in documents), dtype=np.float32, count=len(documents))
+        self._grow_lengths(start + len(documents))
+        self._lengths[start : start + len(documents)] = lengths
+        self._size += len(documents)
+        self._total_length += float(lengths.sum())
+        if start == 0 and not self._vocabulary:
+            self._build_base(documents)
+            return
+        df_add: Counter[int] = Counter()
+        for offset, document in enumerate(documents):
+            for term, tf in Counter(document).items():
+                term_id = self._term_id(term)
+                self._recent.setdefault(term_id, []).append((start + offset, tf))
+                df_add[term_id] += 1
+        self._bump_df(df_add)
+        self._recent_rows += len(documents)
+        if self._recent_rows > max(_MIN_MERGE_ROWS, _MERGE_FRACTION * self._size):
+            self._merge_recent()
+
+    def _grow_lengths(self, needed: int) -> None:
+        if needed > len(self._lengths):
+            grown = np.zeros(max(needed, 2 * len(self._lengths), 1024), dtype=np.float32)
+            grown[: self._size] = self._lengths[: self._size]
+            self._lengths = grown
+
+    def _bump_df(self, increments: Counter[int]) -> None:
+        if len(self._vocabulary) > len(self._df):
+            grown = np.zeros(max(len(self._vocabulary), 2 * len(self._df)), dtype=np.int64)
+            grown[: len(self._df)] = self._df
+            self._df = grown
+        for term_id, n in increments.items():
+            self._df[term_id] += n
+
+    def _build_base(self, documents: Sequence[Sequence[str]]) -> None:
+        term_ids: list[int] = []
+        rows: list[int] = []
+        tfs: list[int] = []
+        for row, document in enumerate(documents):
+            for term, tf in Counter(document).items():
+                term_ids.append(self._term_id(term))
+                rows.append(row)
+                tfs.append(tf)
+        self._set_base(
+            np.asarray(term_ids, dtype=np.int64),
+            np.asarray(rows, dtype=np.int32),
+            np.asarray(tfs, dtype=np.float32),
+        )
+
+    def _set_base(
+        self, term_ids: npt.NDArray[np.int64], rows: npt.NDArray[np.int32], tfs: npt.NDArray[np.float32]
+    ) -> None:
+        order = np.lexsort((rows, term_ids))
+        term_ids, self._rows, self._tfs = term_ids[order], rows[order], tfs[order]
+        counts = np.bincount(term_ids, minlength=len(self._vocabulary))
+        self._indptr = np.zeros(len(self._vocabulary) + 1, dtype=np.int64)
+        np.cumsum(counts, out=self._indptr[1:])
+        self._df = counts.astype(np.int64)
+        self._recent, self._recent_rows = {}, 0
+
+    def _merge_recent(self) -> None:
+        starts, ends = self._indptr[:-1], self._indptr[1:]
+        base_terms = np.repeat(np.arange(len(starts), dtype=np.int64), ends - starts)
+        extra_terms = [t for t, postings in self._recent.items() for _ in postings]
+        extra = [p for postings in self._recent.values() for p in postings]
+        self._set_base(
+            np.concatenate([base_terms, np.asarray(extra_terms, dtype=np.int64)]),
+            np.concatenate([self._rows, np.asarray([r for r, _ in extra], dtype=np.int32)]),
+            np.concatenate([self._tfs, np.asarray([tf for _, tf in extra], dtype=np.float32)]),
+        )
+
+    def postings(self, term: str) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
+        term_id = self._vocabulary.get(term)
+        if term_id is None:
+            return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
+        rows, tfs = np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
+        if term_id + 1 < len(self._indptr):
+            lo, hi = self._indptr[term_id], self._indptr[term_id + 1]
+            rows, tfs = self._rows[lo:hi], self._tfs[lo:hi]
+        recent = self._recent.get(term_id)
+        if recent:
+            rows = np.concatenate([rows, np.asarray([r for r, _ in recent], dtype=np.int32)])
+            tfs = np.concatenate([tfs, np.asarray([tf for _, tf in recent], dtype=np.float32)])
+        return rows, tfs
+
+    def idf(self, term: str) -> float:
+        term_id = self._vocabulary.get(term)
+        df = int(self._df[term_id]) if term_id is not None and term_id < len(self._df) else 0
+        return math.log(1 + (self._size - df + 0.5) / (df + 0.5))
+
+    def score(
+        self, terms: Sequence[str], allowed: npt.NDArray[np.bool_] | None = None
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """Rows holding any term (among ``allowed``), with their BM25 scores (k1=1.2, b=0.75).
+
+        Scores accumulate in a dense array: within one term's postings a row appears once, so a
+        fancy-indexed add is exact, and it costs far less than sorting the postings together.
+        """
+        if self._size == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        average = self._total_length / self._size
+        accumulated = np.zeros(self._size, dtype=np.float32)
+        for term in dict.fromkeys(terms):
+            rows, tfs = self.postings(term)
+            if not len(rows):
+                continue
+            norm = tfs + K1 * (1 - B + B * self._lengths[rows] / average)
+            accumulated[rows] += self.idf(term) * tfs * (K1 + 1) / norm
+        if allowed is not None:
+            accumulated[~allowed[: self._size]] = 0.0
+        found = np.flatnonzero(accumulated)
+        return found, accumulated[found]

@@ -1,0 +1,270 @@
+"""The daemon's live recall engine: memories and episode passages, kept current as writes land.
+
+Built from the store at start (memories, episodes, the active model's vectors); afterwards every
+write is applied at once — a new memory is searchable by words and entities immediately and by
+vector as soon as the background embedder reaches it; a close or forget changes its status in
+place. Anything without a vector of the active model (new writes, or everything after a model
+switch) waits in the embedding backlog, which ``Embedding`` drains in the background.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import deque
+from collections.abc import Container, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+import numpy.typing as npt
+
+from mnemo.embed import Embedder
+from mnemo.episodes import Episode
+from mnemo.index.engine import CLOSED, CURRENT, Document, Ranked, SearchIndex, SearchQuery
+from mnemo.index.entities import EntityMatcher, entity_key
+from mnemo.index.query import Analysis, analyse
+from mnemo.memories import Memory
+
+logger = logging.getLogger(__name__)
+
+PASSAGE_CHARS = 800
+_W_FIELDS = ("what", "who", "when", "where", "why", "how")
+_SENTENCE_END = re.compile(r"(?<=[.!?\n])\s+")
+# Cosine above which a question and a memory are related enough to answer without episodes.
+RELATED_COSINE = 0.5
+
+
+def memory_text(memory: Memory) -> str:
+    """What a memory is searched by: its content and six W, and its entities' names."""
+    parts = [memory.content]
+    parts += [
+        getattr(memory, w) for w in _W_FIELDS if getattr(memory, w) and getattr(memory, w) != memory.content
+    ]
+    parts += [e.name for e in memory.entities]
+    return "\n".join(parts)
+
+
+def memory_document(memory: Memory) -> Document:
+    return Document(
+        key=memory.id,
+        owner=memory.id,
+        text=memory_text(memory),
+        namespace=memory.namespace,
+        kind=memory.type.value,
+        status=memory.status.value,
+        time=memory.valid_from,
+        entities=tuple((entity_key(e.name), e.role) for e in memory.entities),
+        filled=frozenset(w for w in _W_FIELDS if getattr(memory, w)),
+    )
+
+
+def passages(text: str, limit: int = PASSAGE_CHARS) -> list[str]:
+    """Split a long text into passages of about ``limit`` characters, at sentence ends if possible."""
+    if len(text) <= limit:
+        return [text]
+    found, current = [], ""
+    for whole in _SENTENCE_END.split(text):
+        sentence = whole
+        while len(sentence) > limit:  # one huge "sentence" (a log line): cut it
+            if current:
+                found.append(current)
+                current = ""
+            found.append(sentence[:limit])
+            sentence = sentence[limit:]
+        if current and len(current) + 1 + len(sentence) > limit:
+            found.append(current)
+            current = sentence
+        else:
+            current = f"{current} {sentence}" if current else sentence
+    if current:
+        found.append(current)
+    return found
+
+
+def episode_documents(episode: Episode) -> list[Document]:
+    # The speaker's name is part of the searched text, not an entity: a bonus for every turn of
+    # the person a question names buried the right turn whenever the question named the wrong
+    # person (LoCoMo adversarial R@10 67 → 32, BM25 only; tools/eval_locomo.py).
+    speaker = f"{episode.who}: " if episode.who else ""
+    return [
+        Document(
+            key=f"{episode.id}#{n}",
+            owner=episode.id,
+            text=speaker + passage,
+            namespace=episode.namespace,
+            kind=episode.kind.value,
+            status=CURRENT,
+            time=episode.time,
+            who=episode.who,
+            session=episode.session,
+            turn=episode.turn,
+        )
+        for n, passage in enumerate(passages(episode.text))
+    ]
+
+
+def _part(key: str) -> tuple[str, int]:
+    owner, _, part = key.partition("#")
+    return owner, int(part or 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A recall result before the caller fetches what it points at."""
+
+    owner: str
+    score: float
+    is_current: bool
+    components: dict[str, float]
+
+
+class RecallEngine:
+    """Two search indexes (memories, episode passages), the entity automaton, and the embedder."""
+
+    def __init__(self, embedder: Embedder | None) -> None:
+        self.embedder = embedder
+        self.memories = SearchIndex()
+        self.passages = SearchIndex()
+        self._entity_forms: dict[str, set[str]] = {}
+        self._matcher = EntityMatcher([])
+        self._matcher_is_stale = False
+        self._backlog: deque[tuple[str, str, str]] = deque()  # (index name, key, text)
+
+    # -- writes --------------------------------------------------------------------------------
+
+    def add_entities(self, entities: Iterable[tuple[str, str, Sequence[str]]]) -> None:
+        for key, name, aliases in entities:
+            forms = self._entity_forms.setdefault(key, set())
+            before = len(forms)
+            forms.update([name, *aliases])
+            self._matcher_is_stale |= len(forms) != before
+
+    def add_memories(self, memories: Sequence[Memory], embedded: Container[str] = ()) -> None:
+        """Index memories; those whose key is not in ``embedded`` join the embedding backlog."""
+        documents = [memory_document(m) for m in memories]
+        self.memories.add(documents)
+        self.add_entities((entity_key(e.name), e.name, ()) for m in memories for e in m.entities)
+        self._backlog.extend(("memories", d.key, d.text) for d in documents if d.key not in embedded)
+
+    def set_memory_status(self, memory: Memory) -> None:
+        """Apply a status change (close, forget) at once."""
+        if not self.memories.set_status(memory.id, memory.status.value):
+            self.add_memories([memory])
+
+    def add_episodes(self, episodes: Sequence[Episode], embedded: Container[str] = ()) -> None:
+        """Index episodes' passages; those whose key is not in ``embedded`` join the backlog."""
+        documents = [d for e in episodes for d in episode_documents(e)]
+        self.passages.add(documents)
+        self._backlog.extend(("passages", d.key, d.text) for d in documents if d.key not in embedded)
+
+    def put_vectors(self, items: Sequence[tuple[str, str]], vectors: npt.NDArray[np.float32]) -> None:
+        """Vectors for backlog items: (index name, key) per row of ``vectors``."""
+        for name, index in (("memories", self.memories), ("passages", self.passages)):
+            rows = [i for i, (n, _) in enumerate(items) if n == name]
+            if rows:
+                index.put_vectors([items[i][1] for i in rows], vectors[rows])
+
+    def load_vectors(self, keys: list[tuple[str, int]], matrix: npt.NDArray[np.float32]) -> None:
+        """Vectors read from the store at start: memory ids have part 0 and no '#'."""
+        memory_rows = [i for i, (owner, _) in enumerate(keys) if self.memories.has_key(owner)]
+        if memory_rows:
+            self.memories.put_vectors([keys[i][0] for i in memory_rows], matrix[memory_rows])
+        passage_rows = [i for i, (o, p) in enumerate(keys) if self.passages.has_key(f"{o}#{p}")]
+        if passage_rows:
+            self.passages.put_vectors(
+                [f"{keys[i][0]}#{keys[i][1]}" for i in passage_rows], matrix[passage_rows]
+            )
+
+    @property
+    def backlog(self) -> int:
+        return len(self._backlog) if self.embedder is not None else 0
+
+    def take_backlog(self, count: int) -> list[tuple[str, str, str]]:
+        """Up to ``count`` (index name, key, text) items still waiting for a vector."""
+        taken: list[tuple[str, str, str]] = []
+        while self._backlog and len(taken) < count:
+            name, key, text = self._backlog.popleft()
+            if (self.memories if name == "memories" else self.passages).has_key(key):
+                taken.append((name, key, text))
+        return taken
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def matcher(self) -> EntityMatcher:
+        if self._matcher_is_stale:
+            self._matcher = EntityMatcher(self._entity_forms.items())
+            self._matcher_is_stale = False
+        return self._matcher
+
+    def analyse(self, question: str, now: datetime) -> tuple[Analysis, list[str]]:
+        return analyse(question, now), self.matcher().find(question)
+
+    def question_vector(self, question: str) -> npt.NDArray[np.float32] | None:
+        if self.embedder is None:
+            return None
+        vector: npt.NDArray[np.float32] = self.embedder.embed_queries([question])[0]
+        return vector
+
+    def search_memories(
+        self,
+        analysis: Analysis,
+        entities: list[str],
+        vector: npt.NDArray[np.float32] | None,
+        *,
+        namespaces: Sequence[str] | None,
+        types: Sequence[str] | None,
+        force_history: bool,
+        limit: int,
+    ) -> list[Found]:
+        ranked = self.memories.search(
+            SearchQuery(
+                terms=analysis.terms,
+                vector=vector,
+                entities=entities,
+                asked=analysis.asked,
+                dates=analysis.dates,
+                is_history=analysis.is_history or force_history,
+                namespaces=namespaces,
+                kinds=types,
+                statuses=(CURRENT, CLOSED),
+                limit=limit,
+            )
+        )
+        return [_found(r) for r in ranked]
+
+    def search_episodes(
+        self,
+        analysis: Analysis,
+        entities: list[str],
+        vector: npt.NDArray[np.float32] | None,
+        *,
+        namespaces: Sequence[str] | None,
+        sessions: Sequence[str] | None,
+        limit: int,
+    ) -> list[Found]:
+        ranked = self.passages.search(
+            SearchQuery(
+                terms=analysis.terms,
+                vector=vector,
+                entities=entities,
+                dates=analysis.dates,
+                namespaces=namespaces,
+                statuses=(CURRENT,),
+                sessions=sessions,
+                limit=limit,
+            )
+        )
+        return [_found(r) for r in ranked]
+
+
+def _found(ranked: Ranked) -> Found:
+    return Found(
+        owner=ranked.owner, score=ranked.score, is_current=ranked.is_current, components=ranked.components
+    )
+
+
+def is_related(found: Found) -> bool:
+    """Whether a memory hit answers enough that recall need not go down to episodes."""
+    c = found.components
+    return c.get("lexical", 0) > 0 or c.get("entity", 0) > 0 or c.get("cosine", 0) >= RELATED_COSINE

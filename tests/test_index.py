@@ -1,0 +1,293 @@
+"""The in-RAM index, piece by piece, against brute-force oracles and hand-checked cases."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from mnemo.index.engine import CLOSED, CURRENT, Document, SearchIndex, SearchQuery
+from mnemo.index.entities import EntityMatcher
+from mnemo.index.lexical import K1, B, LexicalIndex
+from mnemo.index.query import Asked, analyse
+from mnemo.index.text import Language, query_terms, terms, tokens
+from mnemo.index.vectors import VectorIndex, quantise
+
+NOW = datetime(2026, 11, 30, 15, 0, tzinfo=UTC)  # a Monday
+WORDS = "gateway timeout deploy thursday tuesday postgres replica cache index lb.tf v2 retry queue".split()
+
+
+def test_identifiers_keep_their_whole_form_and_their_parts_and_accents_fold() -> None:
+    assert tokens("Set timeout_sec in lb.tf to 600") == [
+        "set", "timeout_sec", "timeout", "sec", "in", "lb.tf", "lb", "tf", "to", "600",
+    ]  # fmt: skip
+    assert tokens("¿Por qué Desplegué?") == ["por", "que", "desplegue"]
+
+
+def test_stemming_follows_the_language_of_the_text() -> None:
+    assert terms("deploys deployed deploying") == ["deploy", "deploy", "deploy"]
+    spanish = terms("desplegamos los despliegues")
+    assert spanish[0].startswith("despleg") and len(spanish) == 2
+    assert query_terms("¿Por qué usábamos Postgres?")[1] is Language.SPANISH
+    assert query_terms("why did we use postgres?") == (["use", "postgr"], Language.ENGLISH)
+
+
+def _bm25_oracle(query: list[str], docs: list[list[str]]) -> list[float]:
+    average = sum(len(d) for d in docs) / len(docs)
+    out = []
+    for doc in docs:
+        score = 0.0
+        for term in dict.fromkeys(query):
+            tf = doc.count(term)
+            if tf:
+                df = sum(1 for other in docs if term in other)
+                idf = math.log(1 + (len(docs) - df + 0.5) / (df + 0.5))
+                score += idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * len(doc) / average))
+        out.append(score)
+    return out
+
+
+def test_bm25_matches_a_brute_force_oracle_across_incremental_merges() -> None:
+    rng = random.Random(7)
+    docs = [[rng.choice(WORDS) for _ in range(rng.randint(1, 12))] for _ in range(6_000)]
+    index = LexicalIndex()
+    index.add(docs[:1_000])  # the base segment
+    for start in range(1_000, 6_000, 250):  # recent segments, merged past a fraction of the base
+        index.add(docs[start : start + 250])
+    for query in (["gateway"], ["deploy", "thursday", "v2"], ["lb.tf", "retry", "unknown-word"]):
+        rows, scores = index.score(query)
+        expected = _bm25_oracle(query, docs)
+        assert sorted(rows.tolist()) == [i for i, s in enumerate(expected) if s > 0]
+        for row, score in zip(rows.tolist(), scores.tolist(), strict=True):
+            assert score == pytest.approx(expected[row], rel=1e-4)
+
+
+def test_vector_search_is_exact_when_small_and_respects_the_filter_with_a_graph() -> None:
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((3_000, 32)).astype(np.float32)
+    codes = quantise(vectors).astype(np.float32)
+    unit = codes / np.linalg.norm(codes, axis=1, keepdims=True)
+    for exact_max_rows in (10_000, 500):  # exact search; then an HNSW graph
+        index = VectorIndex(32, exact_max_rows=exact_max_rows)
+        index.put(np.arange(3_000), vectors)
+        query = vectors[42] + 0.05 * rng.standard_normal(32).astype(np.float32)
+        rows, cosines = index.search(query, 10)
+        q = quantise(query.reshape(1, -1))[0].astype(np.float32)
+        truth = np.argsort(-(unit @ (q / np.linalg.norm(q))), kind="stable")[:10]
+        assert rows[0] == 42 == truth[0]
+        assert len(set(rows.tolist()) & set(truth.tolist())) >= (10 if exact_max_rows > 3_000 else 8)
+        assert np.all(np.diff(cosines) <= 1e-6)
+        allowed = np.zeros(3_000, dtype=bool)
+        allowed[::3] = True  # a third of the rows: over-fetch through the graph, then filter
+        rows, _ = index.search(query, 10, allowed)
+        assert len(rows) == 10 and all(r % 3 == 0 for r in rows)
+        allowed[:] = False
+        allowed[[7, 8, 9]] = True  # few rows: searched exactly
+        rows, _ = index.search(query, 10, allowed)
+        assert sorted(rows.tolist()) == [7, 8, 9]
+
+
+def test_entities_match_names_and_aliases_on_word_boundaries_longest_first() -> None:
+    matcher = EntityMatcher(
+        [
+            ("postgresql", ["PostgreSQL", "postgres", "pg"]),
+            ("api gateway", ["API gateway"]),
+            ("gateway", ["gateway"]),
+            ("señal", ["Señal"]),
+        ]
+    )
+    assert matcher.find("Why did we pick PG for the API  Gateway?") == ["postgresql", "api gateway"]
+    assert matcher.find("upgrade the pgbouncer") == []
+    assert matcher.find("la senal y el gateway") == ["señal", "gateway"]
+
+
+@pytest.mark.parametrize(
+    ("question", "day", "days"),
+    [
+        ("what did we decide yesterday?", "2026-11-29", 1),
+        ("¿qué pasó ayer?", "2026-11-29", 1),
+        ("what did we decide last Tuesday?", "2026-11-24", 1),
+        ("¿qué decidimos el martes pasado?", "2026-11-24", 1),
+        ("what broke on 2026-11-02?", "2026-11-02", 1),
+        ("what happened on 24 May 2023", "2023-05-24", 1),
+        ("¿qué pasó el 3 de diciembre?", "2025-12-03", 1),  # the last 3 December before now
+        ("what did we ship 3 days ago", "2026-11-27", 1),
+        ("¿qué hicimos hace dos días?", "2026-11-28", 1),
+        ("what did we do last week", "2026-11-23", 7),
+        ("what changed today", "2026-11-30", 1),
+    ],
+)
+def test_dates_are_resolved_against_the_questions_time(question: str, day: str, days: int) -> None:
+    found = analyse(question, NOW).dates
+    assert found is not None
+    assert found.start == datetime.fromisoformat(day).replace(tzinfo=UTC)
+    assert found.end - found.start == timedelta(days=days)
+
+
+@pytest.mark.parametrize(
+    ("question", "asked", "is_history"),
+    [
+        ("why did we move the deploy to Thursday?", Asked.WHY, False),
+        ("¿por qué cambiamos el día de despliegue?", Asked.WHY, True),
+        ("how do we rotate the keys?", Asked.HOW, False),
+        ("¿cómo se rota la clave?", Asked.HOW, False),
+        ("who owns the gateway?", Asked.WHO, False),
+        ("¿quién decidió eso?", Asked.WHO, False),
+        ("when do we deploy?", Asked.WHEN, False),
+        ("¿cuándo desplegamos?", Asked.WHEN, False),
+        ("where is the timeout set?", Asked.WHERE, False),
+        ("¿dónde está el timeout?", Asked.WHERE, False),
+        ("what database did we use before?", Asked.WHAT, True),
+        ("¿qué base de datos usábamos antes?", Asked.WHAT, True),
+        ("which cache did we use to run?", Asked.WHAT, True),
+        ("deploy day", None, False),
+    ],
+)
+def test_questions_say_which_w_they_ask_and_whether_they_ask_about_history(
+    question: str, asked: Asked | None, is_history: bool
+) -> None:
+    analysis = analyse(question, NOW)
+    assert analysis.asked is asked
+    assert analysis.is_history is is_history
+
+
+def _document(key: str, text: str, *, status: str = CURRENT, days_ago: int = 0, **kw: object) -> Document:
+    return Document(
+        key=key,
+        owner=key,
+        text=text,
+        namespace=str(kw.pop("namespace", "workspace:app")),
+        kind="decision",
+        status=status,
+        time=NOW - timedelta(days=days_ago),
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def _search(index: SearchIndex, question: str, **kw: object) -> list[str]:
+    analysis = analyse(question, NOW)
+    query = SearchQuery(
+        terms=analysis.terms,
+        asked=analysis.asked,
+        dates=analysis.dates,
+        is_history=analysis.is_history,
+        statuses=(CURRENT, CLOSED),
+        **kw,  # type: ignore[arg-type]
+    )
+    return [r.key for r in index.search(query)]
+
+
+def test_closed_memory_ranks_behind_current_unless_history_is_asked() -> None:
+    index = SearchIndex()
+    index.add(
+        [
+            _document("tuesday", "Deploys happen on Tuesday.", status=CLOSED, days_ago=20),
+            _document(
+                "thursday", "Deploys moved to Thursday because QA needs Wednesday to test the release."
+            ),
+        ]
+    )
+    assert _search(index, "what day do we deploy?") == ["thursday", "tuesday"]
+    assert _search(index, "what day did we deploy before?") == ["tuesday", "thursday"]
+    assert _search(index, "¿qué día hacíamos deploy antes?")[0] == "tuesday"
+
+
+def test_a_date_in_the_question_picks_the_memory_of_that_day() -> None:
+    index = SearchIndex()
+    index.add(
+        [
+            _document(
+                f"day{n}", f"We decided to change the retry policy of the queue (take {n}).", days_ago=n
+            )
+            for n in range(10)
+        ]
+    )
+    assert _search(index, "what did we decide about the retry policy last Tuesday?")[0] == "day6"
+    assert _search(index, "¿qué decidimos ayer sobre la política de reintentos del queue?")[0] == "day1"
+
+
+def test_an_entity_alias_finds_its_memories_and_a_status_change_applies_at_once() -> None:
+    index = SearchIndex()
+    index.add(
+        [
+            _document(
+                "db", "The primary database runs with two replicas.", entities=(("postgresql", "subject"),)
+            ),
+            _document("other", "The cache has two replicas as well."),
+        ]
+    )
+    matcher = EntityMatcher([("postgresql", ["PostgreSQL", "pg"])])
+    assert _search(index, "how many replicas does pg have?", entities=matcher.find("pg replicas"))[0] == "db"
+    assert _search(index, "tell me about pg", entities=matcher.find("tell me about pg")) == ["db"]
+    index.set_status("db", "forgotten")
+    assert "db" not in _search(index, "how many replicas does pg have?", entities=["postgresql"])
+
+
+def test_namespaces_and_excluded_sessions_narrow_the_search() -> None:
+    index = SearchIndex()
+    index.add(
+        [
+            _document("a", "gateway timeout is 600 s", namespace="workspace:a", session="s1"),
+            _document("b", "gateway timeout is 30 s", namespace="workspace:b", session="s2"),
+        ]
+    )
+    assert _search(index, "gateway timeout", namespaces=["workspace:b"]) == ["b"]
+    assert _search(index, "gateway timeout", sessions_excluded=["s1"]) == ["b"]
+    assert sorted(_search(index, "gateway timeout")) == ["a", "b"]
+
+
+def test_hybrid_ranking_matches_a_brute_force_oracle_of_the_documented_score() -> None:
+    """Build a random index and re-score every candidate by the formula, by hand."""
+    rng = random.Random(11)
+    np_rng = np.random.default_rng(11)
+    texts = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 10))) for _ in range(400)]
+    vectors = np_rng.standard_normal((400, 16)).astype(np.float32)
+    index = SearchIndex()
+    index.add([_document(f"k{i:03d}", t) for i, t in enumerate(texts)])
+    index.put_vectors([f"k{i:03d}" for i in range(400)], vectors)
+    query_vector = np_rng.standard_normal(16).astype(np.float32)
+    analysis = analyse("gateway deploy on thursday", NOW)
+    ranked = index.search(
+        SearchQuery(terms=analysis.terms, vector=query_vector, statuses=(CURRENT,), limit=400)
+    )
+    docs = [terms(t) for t in texts]
+    bm25 = _bm25_oracle(list(analysis.terms), docs)
+    codes = quantise(vectors).astype(np.float32)
+    q = quantise(query_vector.reshape(1, -1))[0].astype(np.float32)
+    cosine = codes @ q / (np.linalg.norm(codes, axis=1) * np.linalg.norm(q))
+    candidates = {r.key for r in ranked}
+    rows = sorted(int(k[1:]) for k in candidates)
+    high = max(cosine[rows])
+    low = min(*cosine[rows], high - 0.1)
+    best = max(bm25[r] for r in rows)
+    expected = {f"k{r:03d}": 0.7 * (cosine[r] - low) / (high - low) + 0.3 * bm25[r] / best for r in rows}
+    for hit in ranked:
+        assert hit.score == pytest.approx(expected[hit.key], abs=1e-4)
+    assert [h.key for h in ranked] == sorted(expected, key=lambda k: (-round(expected[k], 6), k))
+    # Every document holding a query term is a candidate (the lexical side keeps its top 200).
+    holding = [i for i, s in enumerate(bm25) if s > 0]
+    top_lexical = sorted(holding, key=lambda i: -bm25[i])[:200]
+    assert {f"k{i:03d}" for i in top_lexical} <= candidates
+    assert Counter(h.key for h in ranked).most_common(1)[0][1] == 1
+
+
+def test_a_turn_next_to_a_matching_turn_outranks_a_lone_look_alike() -> None:
+    """Context: an answer sits next to the question it answers, in the same session."""
+    index = SearchIndex()
+    index.add(
+        [
+            _document("ask", "How long is the gateway timeout now?", session="s1", turn=4),
+            _document("answer", "It is 600 s since the March incident.", session="s1", turn=5),
+            _document("later", "Unrelated chatter about lunch.", session="s1", turn=7),
+            _document("alone", "It is 30 s for the cache since March.", session="s2", turn=1),
+        ]
+    )
+    ranked = index.search(SearchQuery(terms=analyse("gateway timeout", NOW).terms, limit=4))
+    assert [r.key for r in ranked][:2] == ["ask", "answer"]
+    answer = next(r for r in ranked if r.key == "answer")
+    assert answer.components["lexical"] == 0.0 and answer.components["context"] == pytest.approx(0.3)
+    assert "alone" not in [r.key for r in ranked] and "later" not in [r.key for r in ranked]
