@@ -64,7 +64,7 @@ def test_a_fresh_install_uses_the_fallback_and_none_turns_vectors_off(tmp_path: 
     embedder = load_embedder(settings)
     assert embedder is not None and embedder.model_id == FALLBACK_ID
     assert load_embedder(load_settings({"MNEMO_HOME": str(tmp_path), "MNEMO_EMBEDDER": "none"})) is None
-    with pytest.raises(ConfigError, match="not installed .*multilingual-e5-small-q4"):
+    with pytest.raises(ConfigError, match="not installed .*use-multilingual-v3"):
         load_embedder(
             load_settings({"MNEMO_HOME": str(tmp_path), "MNEMO_EMBEDDER": "embeddinggemma-300m-int8"})
         )

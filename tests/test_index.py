@@ -291,3 +291,14 @@ def test_a_turn_next_to_a_matching_turn_outranks_a_lone_look_alike() -> None:
     answer = next(r for r in ranked if r.key == "answer")
     assert answer.components["lexical"] == 0.0 and answer.components["context"] == pytest.approx(0.3)
     assert "alone" not in [r.key for r in ranked] and "later" not in [r.key for r in ranked]
+
+
+def test_vectors_put_twice_or_changed_keep_one_entry_per_row_in_the_graph() -> None:
+    rng = np.random.default_rng(5)
+    index = VectorIndex(16, exact_max_rows=100)
+    vectors = rng.standard_normal((300, 16)).astype(np.float32)
+    index.put(np.arange(300), vectors)  # past 100 rows: a graph
+    index.put(np.asarray([7, 7]), vectors[[1, 2]])  # the same row twice, and a changed vector
+    rows, cosines = index.search(vectors[1], 3)
+    assert set(rows[:2].tolist()) == {1, 7} and cosines[1] > 0.99  # row 7 now holds vector 1
+    assert list(rows).count(7) == 1

@@ -72,7 +72,7 @@ def test_a_new_memory_version_replaces_the_current_state(store: ClickHouseStore)
     store.put_memory(forgotten(memory, "wrong"))
     current = store.get_memory("m-1")
     assert current is not None and current.status is MemoryStatus.FORGOTTEN and current.version == 2
-    scanned = [m for batch in store.scan_memories() for m in batch]
+    scanned = store.memories_page("", 10)
     assert [(m.id, m.version, m.status) for m in scanned] == [("m-1", 2, MemoryStatus.FORGOTTEN)]
     assert store.counts().memories_by_status == {"forgotten": 1}
 
@@ -91,14 +91,38 @@ def test_embeddings_are_kept_per_model_and_load_back_as_matrices(store: ClickHou
     store.put_embeddings("model-a", keys, vectors)
     store.put_embeddings("model-b", [("m-0", 0)], np.ones((1, 4), dtype=np.float32))
     store.put_embeddings("model-a", keys[:1], vectors[:1])  # re-sent: folded, not doubled
-    batches = list(store.scan_embeddings("model-a", batch_rows=2))
-    loaded = {key: row for found, matrix in batches for key, row in zip(found, matrix, strict=True)}
+    loaded, after = {}, ("", 0)
+    while True:  # pages of two, in key order
+        found, matrix = store.embeddings_page("model-a", after, 2)
+        if not found:
+            break
+        assert len(found) <= 2 and found == sorted(found)
+        loaded.update(zip(found, matrix, strict=True))
+        after = found[-1]
     assert sorted(loaded) == sorted(keys)
     for i, key in enumerate(keys):
         np.testing.assert_array_equal(loaded[key], vectors[i])
-    (only_b,) = store.scan_embeddings("model-b")
-    assert only_b[0] == [("m-0", 0)] and only_b[1].shape == (1, 4)
-    assert list(store.scan_embeddings("model-c")) == []
+    only_b, matrix_b = store.embeddings_page("model-b", ("", 0), 10)
+    assert only_b == [("m-0", 0)] and matrix_b.shape == (1, 4)
+    assert store.embeddings_page("model-c", ("", 0), 10)[0] == []
+
+
+def test_pages_of_memories_and_episodes_cover_everything_once(store: ClickHouseStore) -> None:
+    for i in range(7):
+        store.put_memory(_memory(f"m-{i}", f"memory {i}"))
+    store.append_episodes(
+        [INTAKE.accept(EpisodeIn(id=f"e-{i}", text=f"t {i}", session="s")) for i in range(5)]
+    )
+    seen, after = [], ""
+    while page := store.memories_page(after, 3):
+        seen += [m.id for m in page]
+        after = page[-1].id
+    assert seen == [f"m-{i}" for i in range(7)]
+    seen, after = [], ""
+    while episodes := store.episodes_page(after, 2):
+        seen += [e.id for e in episodes]
+        after = episodes[-1].id
+    assert seen == [f"e-{i}" for i in range(5)]
 
 
 def test_entities_gain_aliases_without_losing_the_ones_they_had(store: ClickHouseStore) -> None:

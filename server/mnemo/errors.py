@@ -8,6 +8,7 @@ Everything mnemo raises on purpose derives from :class:`MnemoError`::
     │   └── TooLargeError        content over a configured size cap                        → HTTP 413
     ├── NotFoundError            an id that no stored row has                              → HTTP 404
     ├── NotAvailableError        a capability this version does not have yet              → HTTP 501
+    ├── NotReadyError            the daemon is still building its index from the store    → HTTP 503
     ├── StoreError               the store cannot be opened or did not answer             → HTTP 503
     │   └── StoreLockedError     another process holds the embedded store's directory
     └── DaemonError              the daemon could not be started or reached
@@ -76,6 +77,12 @@ class StoreLockedError(StoreError):
     """Another process holds the embedded store (chDB allows one process per directory)."""
 
 
+class NotReadyError(MnemoError):
+    """The daemon answers but is still building its in-RAM index; the request can be retried."""
+
+    http_status = 503
+
+
 class DaemonError(MnemoError):
     """The daemon could not be started, or answered with something unexpected."""
 
@@ -95,6 +102,7 @@ ERRORS_BY_NAME: dict[str, type[MnemoError]] = {
         TooLargeError,
         NotFoundError,
         NotAvailableError,
+        NotReadyError,
         StoreError,
         StoreLockedError,
         DaemonError,

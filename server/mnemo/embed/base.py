@@ -26,6 +26,17 @@ _VERIFIED_STAMP = ".verified.json"
 class Embedder(Protocol):
     model_id: str
     dim: int
+    # The cosine from which a question and a text count as related: a property of each model,
+    # measured (docs/recall.md): EmbeddingGemma puts off-topic questions near 0.1 and answers
+    # above 0.45, USE-multilingual off-topic below 0.14 and answers above 0.24.
+    related_cosine: float
+    # Whether two threads may embed at once (a question need not wait for a background batch).
+    is_thread_safe: bool
+    # The recall score's weights for this model, chosen by cross-validation on LoCoMo
+    # (tools/tune_recall_weights.py): the vector's share of relevance (BM25 has the rest) and
+    # the weight of a neighbouring turn's relevance. A weak model gets a small vector share.
+    vector_weight: float
+    context_weight: float
 
     def embed_queries(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
 

@@ -43,6 +43,9 @@ class Manifest(BaseModel):
     query_prefix: str = ""
     document_prefix: str = ""
     onnx_file: str = "model.onnx"
+    related_cosine: float = 0.3
+    vector_weight: float = 0.7
+    context_weight: float = 0.6
     files: dict[str, str]
 
 
@@ -72,6 +75,10 @@ class OnnxEmbedder:
         verify_files(directory, expected_files)
         self.model_id = manifest.id
         self.dim = manifest.dim
+        self.related_cosine = manifest.related_cosine
+        self.vector_weight = manifest.vector_weight
+        self.context_weight = manifest.context_weight
+        self.is_thread_safe = True  # InferenceSession.run may be called from several threads
         self._query_prefix = manifest.query_prefix if query_prefix is None else query_prefix
         self._document_prefix = manifest.document_prefix
         self._tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))

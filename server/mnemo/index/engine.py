@@ -21,7 +21,7 @@ whatever its score.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -394,11 +394,9 @@ class SearchIndex:
         )
         # Current first unless history is asked; then score; then key, so ties are stable.
         tier = np.zeros(len(rows), dtype=np.int8) if query.is_history else (~is_current).astype(np.int8)
-        keys = [self._keys[r] for r in rows]
-        order = sorted(range(len(rows)), key=lambda i: (tier[i], -float(score[i]), keys[i]))
         ranked: list[Ranked] = []
         owners_seen: set[str] = set()
-        for i in order:
+        for i in self._ordered(rows, tier, score, head=4 * query.limit + 16):
             owner = self._owners[rows[i]]
             if owner in owners_seen:  # another passage of the same episode ranked higher
                 continue
@@ -407,7 +405,7 @@ class SearchIndex:
                 break
             ranked.append(
                 Ranked(
-                    key=keys[i],
+                    key=self._keys[rows[i]],
                     owner=owner,
                     score=round(float(score[i]), 6),
                     is_current=bool(is_current[i]),
@@ -424,3 +422,28 @@ class SearchIndex:
                 )
             )
         return ranked
+
+    def _ordered(
+        self,
+        rows: npt.NDArray[np.int64],
+        tier: npt.NDArray[np.int8],
+        score: npt.NDArray[np.float32],
+        head: int,
+    ) -> Iterator[int]:
+        """Positions in rank order: tier, then score descending, then key (ties are stable).
+
+        Only the first ``head`` (and whatever ties the last of them) are sorted with their keys in
+        Python; the rest follow, fully sorted, only if a caller reads that far.
+        """
+        order = np.lexsort((-score, tier))
+        if head < len(order):
+            last = order[head - 1]
+            tied = np.flatnonzero((tier == tier[last]) & (score == score[last]))
+            first = np.union1d(order[:head], tied)
+        else:
+            first = order
+        key = lambda i: (int(tier[i]), -float(score[i]), self._keys[rows[i]])  # noqa: E731
+        yield from sorted(first.tolist(), key=key)
+        if len(first) < len(order):
+            done = set(first.tolist())
+            yield from sorted((i for i in order.tolist() if i not in done), key=key)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
+import zlib
 from collections import deque
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ import numpy.typing as npt
 
 from mnemo.embed import Embedder
 from mnemo.episodes import Episode
-from mnemo.index.engine import CLOSED, CURRENT, Document, Ranked, SearchIndex, SearchQuery
+from mnemo.index.engine import CLOSED, CURRENT, Document, Ranked, SearchIndex, SearchQuery, Weights
 from mnemo.index.entities import EntityMatcher, entity_key
 from mnemo.index.query import Analysis, analyse
 from mnemo.memories import Memory
@@ -31,8 +32,6 @@ logger = logging.getLogger(__name__)
 PASSAGE_CHARS = 800
 _W_FIELDS = ("what", "who", "when", "where", "why", "how")
 _SENTENCE_END = re.compile(r"(?<=[.!?\n])\s+")
-# Cosine above which a question and a memory are related enough to answer without episodes.
-RELATED_COSINE = 0.5
 
 
 def memory_text(memory: Memory) -> str:
@@ -55,6 +54,7 @@ def memory_document(memory: Memory) -> Document:
         status=memory.status.value,
         time=memory.valid_from,
         entities=tuple((entity_key(e.name), e.role) for e in memory.entities),
+        who=memory.who,
         filled=frozenset(w for w in _W_FIELDS if getattr(memory, w)),
     )
 
@@ -119,17 +119,35 @@ class Found:
     components: dict[str, float]
 
 
+# Words only (no embedding model): BM25 is all of relevance; a neighbour's counts 0.6
+# (tools/tune_recall_weights.py --embedder none, docs/recall.md).
+WORDS_ONLY = Weights(vector=0.0, lexical=1.0, context=0.6)
+
+
+def weights_for(embedder: Embedder | None) -> Weights:
+    """The score's weights for the model in use (each model's were chosen by cross-validation)."""
+    if embedder is None:
+        return WORDS_ONLY
+    return Weights(
+        vector=embedder.vector_weight, lexical=1.0 - embedder.vector_weight, context=embedder.context_weight
+    )
+
+
 class RecallEngine:
     """Two search indexes (memories, episode passages), the entity automaton, and the embedder."""
 
     def __init__(self, embedder: Embedder | None) -> None:
         self.embedder = embedder
-        self.memories = SearchIndex()
-        self.passages = SearchIndex()
+        weights = weights_for(embedder)
+        self.memories = SearchIndex(weights)
+        self.passages = SearchIndex(weights)
         self._entity_forms: dict[str, set[str]] = {}
         self._matcher = EntityMatcher([])
         self._matcher_is_stale = False
         self._backlog: deque[tuple[str, str, str]] = deque()  # (index name, key, text)
+        # Each memory's current version, as compressed JSON: recall answers without a store read
+        # (a chDB point read costs ~20 ms at 100k memories; this costs microseconds).
+        self._memories: dict[str, bytes] = {}
 
     # -- writes --------------------------------------------------------------------------------
 
@@ -144,13 +162,22 @@ class RecallEngine:
         """Index memories; those whose key is not in ``embedded`` join the embedding backlog."""
         documents = [memory_document(m) for m in memories]
         self.memories.add(documents)
+        for memory in memories:
+            self._memories[memory.id] = zlib.compress(memory.model_dump_json().encode(), 1)
         self.add_entities((entity_key(e.name), e.name, ()) for m in memories for e in m.entities)
         self._backlog.extend(("memories", d.key, d.text) for d in documents if d.key not in embedded)
 
     def set_memory_status(self, memory: Memory) -> None:
-        """Apply a status change (close, forget) at once."""
+        """Apply a new version whose status changed (close, forget) at once."""
         if not self.memories.set_status(memory.id, memory.status.value):
             self.add_memories([memory])
+            return
+        self._memories[memory.id] = zlib.compress(memory.model_dump_json().encode(), 1)
+
+    def memory(self, memory_id: str) -> Memory | None:
+        """The current version of an indexed memory."""
+        payload = self._memories.get(memory_id)
+        return None if payload is None else Memory.model_validate_json(zlib.decompress(payload))
 
     def add_episodes(self, episodes: Sequence[Episode], embedded: Container[str] = ()) -> None:
         """Index episodes' passages; those whose key is not in ``embedded`` join the backlog."""
@@ -264,7 +291,12 @@ def _found(ranked: Ranked) -> Found:
     )
 
 
-def is_related(found: Found) -> bool:
-    """Whether a memory hit answers enough that recall need not go down to episodes."""
+def is_related(found: Found, related_cosine: float | None) -> bool:
+    """Whether a memory hit answers enough that recall need not go down to episodes.
+
+    ``related_cosine`` is the embedder's own threshold (None without an embedder).
+    """
     c = found.components
-    return c.get("lexical", 0) > 0 or c.get("entity", 0) > 0 or c.get("cosine", 0) >= RELATED_COSINE
+    if c.get("lexical", 0) > 0 or c.get("entity", 0) > 0:
+        return True
+    return related_cosine is not None and c.get("cosine", 0) >= related_cosine

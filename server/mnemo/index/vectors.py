@@ -61,9 +61,13 @@ class VectorIndex:
             present[: self._size] = self._present[: self._size]
             self._codes, self._present = codes, present
         self._size = max(self._size, needed)
-        self._codes[rows] = quantise(vectors)
+        rows, first = np.unique(rows, return_index=True)  # a row given twice: its first vector
+        was_present = self._present[rows].copy()
+        self._codes[rows] = quantise(vectors[first])
         self._present[rows] = True
         if self._graph is not None:
+            if was_present.any():  # a changed vector: the graph node is replaced
+                self._graph.remove(rows[was_present].astype(np.uint64))
             self._graph.add(rows.astype(np.uint64), self._codes[rows].astype(np.float32) / _SCALE)
         elif self._size > self._exact_max_rows:
             self._build_graph()
@@ -93,7 +97,10 @@ class VectorIndex:
         if self._graph is None or n_usable <= _SUBSET_EXACT_MAX_ROWS:
             return self._exact(code, count, np.flatnonzero(usable))
         wanted = min(n_usable, count)
-        fetch = min(self._size, max(4 * count, 256))
+        # Over-fetch by the share of rows the filter forbids (plus a margin), not by a constant:
+        # an HNSW search for 800 neighbours costs several times one for 240.
+        share = n_usable / self._size
+        fetch = min(self._size, int(count / share * 1.2) + 16)
         while True:
             found = self._graph.search(code.astype(np.float32) / _SCALE, fetch)
             rows = found.keys.astype(np.int64)

@@ -283,35 +283,20 @@ class ClickHouseStore:
         found = self._memories("id = {id:String}", {"id": memory_id}, 1)
         return found[0] if found else None
 
-    def get_memories(self, ids: Sequence[str]) -> dict[str, Memory]:
-        found = self._memories("id IN {ids:Array(String)}", {"ids": list(ids)}, len(ids) or 1)
-        return {m.id: m for m in found}
+    def memories_page(self, after: str, limit: int) -> list[Memory]:
+        """Current memories with ids after ``after``, in id order (keyset pages for the index build).
 
-    def scan_memories(self, *, batch_rows: int = 50_000) -> Iterator[list[Memory]]:
-        """Every memory's current version, in batches (for building the index at start)."""
-        sql = f"SELECT {', '.join(MEMORY_COLUMNS)} FROM memories FINAL"
-        with self._translated("reading memories"), self._client.query_row_block_stream(sql) as stream:
-            batch: list[Memory] = []
-            for block in stream:
-                batch.extend(self._memory_from_row(row) for row in block)
-                if len(batch) >= batch_rows:
-                    yield batch
-                    batch = []
-            if batch:
-                yield batch
+        Each page is its own short query, so the store is free between pages for the writes that
+        arrive while the daemon builds its index.
+        """
+        rows = self._current_rows(
+            "memories", MEMORY_COLUMNS, "id > {after:String}", {"after": after}, "id", limit
+        )
+        return [self._memory_from_row(row) for row in rows]
 
-    def scan_episodes(self, *, batch_rows: int = 50_000) -> Iterator[list[Episode]]:
-        """Every episode, in batches (for building the index at start)."""
-        sql = f"SELECT {', '.join(EPISODE_COLUMNS)} FROM episodes FINAL"
-        with self._translated("reading episodes"), self._client.query_row_block_stream(sql) as stream:
-            batch: list[Episode] = []
-            for block in stream:
-                batch.extend(self._episode_from_row(row) for row in block)
-                if len(batch) >= batch_rows:
-                    yield batch
-                    batch = []
-            if batch:
-                yield batch
+    def episodes_page(self, after: str, limit: int) -> list[Episode]:
+        """Episodes with ids after ``after``, in id order (keyset pages for the index build)."""
+        return self._episodes("id > {after:String}", {"after": after}, "id", limit)
 
     def put_embeddings(
         self, model: str, keys: Sequence[tuple[str, int]], vectors: npt.NDArray[np.float32]
@@ -338,29 +323,24 @@ class ClickHouseStore:
             ).result_rows
         return {(owner, int(part)): created for owner, part, created in rows}
 
-    def scan_embeddings(
-        self, model: str, *, batch_rows: int = 50_000
-    ) -> Iterator[tuple[list[tuple[str, int]], npt.NDArray[np.float32]]]:
-        """(owner, part) keys and the float32 matrix of every vector ``model`` made, in batches."""
-        sql = "SELECT owner, part, vector FROM embeddings FINAL WHERE model = {model:String}"
-        settings = {"model": model}
-        with (
-            self._translated("reading embeddings"),
-            self._client.query_row_block_stream(
-                sql, parameters=settings, column_formats={"vector": "bytes"}
-            ) as stream,
-        ):
-            keys: list[tuple[str, int]] = []
-            blobs: list[bytes] = []
-            for block in stream:
-                for owner, part, blob in block:
-                    keys.append((owner, int(part)))
-                    blobs.append(blob)
-                if len(keys) >= batch_rows:
-                    yield keys, _matrix(blobs)
-                    keys, blobs = [], []
-            if keys:
-                yield keys, _matrix(blobs)
+    def embeddings_page(
+        self, model: str, after: tuple[str, int], limit: int
+    ) -> tuple[list[tuple[str, int]], npt.NDArray[np.float32]]:
+        """(owner, part) keys after ``after`` and their vectors, for ``model``, in key order."""
+        sql = (
+            "SELECT owner, part, vector FROM embeddings FINAL WHERE model = {model:String} "
+            "AND (owner, part) > ({owner:String}, {part:UInt16}) ORDER BY owner, part "
+            f"LIMIT {limit:d}"
+        )
+        with self._translated("reading embeddings"):
+            rows = self._client.query(
+                sql,
+                parameters={"model": model, "owner": after[0], "part": after[1]},
+                column_formats={"vector": "bytes"},
+            ).result_rows
+        if not rows:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        return [(owner, int(part)) for owner, part, _ in rows], _matrix([blob for _, _, blob in rows])
 
     # -- entities ------------------------------------------------------------------------------
 

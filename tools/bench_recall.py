@@ -1,0 +1,285 @@
+"""Recall at scale: synthetic stores of 10k / 100k / 1M memories.
+
+For each size and embedder it prints:
+- store load time (bulk insert, not measured as a product figure);
+- index build: the daemon's own start-up build from the store (memories, entities, vectors),
+  its time and the daemon's RSS once built;
+- ranking only, in this process: the engine's search over the same documents with precomputed
+  question vectors, p50/p95 (no embedding, no store read);
+- end to end through the daemon API over its unix socket, question embedding included, p50/p95.
+
+Memories are generated from templates of coding-project knowledge (decisions with their why,
+facts, procedures, postmortems) with entities (services, files, people) and namespaces (40
+workspaces, 8 people); 10 % are closed. Embedding a million texts with a real model would take
+hours on 2 cores, so vectors are made honestly but cheaply: each memory is one of 2,000 template
+instances plus a ticket number of its own; the 2,000 instances are embedded with the real model,
+and each memory gets its instance's vector plus small Gaussian noise (σ = 0.02 per dimension
+before re-normalising). Questions are real texts, embedded by the
+daemon at query time. Figures are medians over the runs; the machine is noisy, run it twice.
+
+    python tools/bench_recall.py --sizes 10000 100000 --embedder use-multilingual-v3
+    python tools/bench_recall.py --sizes 1000000 --ranking-only
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+
+import anyio
+import numpy as np
+import numpy.typing as npt
+
+from mnemo.config import load_settings
+from mnemo.daemon.client import DaemonClient
+from mnemo.daemon.launcher import stop_daemon
+from mnemo.embed import load_embedder
+from mnemo.index.engine import CLOSED, CURRENT, SearchQuery
+from mnemo.index.entities import entity_key
+from mnemo.index.live import RecallEngine
+from mnemo.memories import EntityRef, Memory, MemoryStatus, MemoryType, Origin
+from mnemo.recall import RecallRequest
+from mnemo.store import open_store
+
+SERVICES = [
+    "gateway", "billing", "auth", "search", "scheduler", "notifier", "ledger", "ingest", "exporter",
+    "reporting", "checkout", "inventory", "payments", "profile", "webhooks", "audit", "metrics", "cdn",
+]  # fmt: skip
+FILES = [
+    "lb.tf",
+    "values.yaml",
+    "Dockerfile",
+    "ci.yml",
+    "settings.py",
+    "schema.sql",
+    "Makefile",
+    "nginx.conf",
+]
+PEOPLE = ["Ana", "Luis", "Marta", "Kenji", "Priya", "Tom", "Olga", "Sam"]
+TOOLS = ["Postgres", "Redis", "Kafka", "ClickHouse", "S3", "Terraform", "Helm", "Sentry", "Grafana"]
+DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
+TEMPLATES = [
+    (
+        MemoryType.DECISION,
+        "{p} decided that {s} deploys happen on {d}",
+        "QA needs the day before to test {s}",
+    ),
+    (MemoryType.DECISION, "We moved {s} from {t} to {t2}", "{t} could not keep up with the {s} write load"),
+    (MemoryType.FACT, "The {s} timeout is {n} s, set in {f}", ""),
+    (MemoryType.FACT, "{s} keeps {n} replicas behind {t}", ""),
+    (MemoryType.PROCEDURE, "To rotate the {s} keys, run make rotate-{s} then restart {s}", ""),
+    (MemoryType.POSTMORTEM, "{s} went down after {t} filled its disk", "retention on {t} was never set"),
+    (MemoryType.PREFERENCE, "{p} prefers small pull requests for {s}", ""),
+    (MemoryType.PATTERN, "Every release of {s} breaks {f} unless the schema is migrated first", ""),
+    (MemoryType.STATE, "{s} is degraded while {t} is being upgraded", ""),
+]
+QUESTIONS = [
+    "what day do we deploy the billing service?",
+    "why did we move away from Redis?",
+    "what is the gateway timeout?",
+    "how do I rotate the auth keys?",
+    "why did the ledger go down?",
+    "¿qué día desplegamos el servicio de pagos?",
+    "¿por qué cambiamos de Kafka?",
+    "which file sets the scheduler timeout?",
+    "who prefers small pull requests?",
+    "what breaks when we release checkout?",
+]
+NOISE_SIGMA = 0.02
+
+
+POOL_SIZE = 2_000
+
+
+def generate(n: int, seed: int = 1) -> tuple[list[Memory], list[int], list[str]]:
+    """Memories, the pool text each one is made from, and the pool of distinct texts.
+
+    Each memory is one of POOL_SIZE template instances plus a detail of its own (a ticket
+    number), so its vector can be its pool text's vector plus noise.
+    """
+    rng = random.Random(seed)
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    instances = []
+    for i in range(POOL_SIZE):
+        kind, what, why = TEMPLATES[i % len(TEMPLATES)]
+        values = {
+            "p": rng.choice(PEOPLE),
+            "s": rng.choice(SERVICES),
+            "t": rng.choice(TOOLS),
+            "t2": rng.choice(TOOLS),
+            "f": rng.choice(FILES),
+            "d": rng.choice(DAYS),
+            "n": rng.choice([5, 10, 30, 60, 120, 600]),
+        }
+        instances.append((kind, what.format(**values), why.format(**values), values, "{f}" in what))
+    memories, pool_index = [], []
+    for i in range(n):
+        chosen = rng.randrange(POOL_SIZE)
+        kind, what, why, values, has_file = instances[chosen]
+        content = f"{what} (ticket OPS-{i})"
+        when = start + timedelta(minutes=i)
+        memories.append(
+            Memory(
+                id=f"mem_bench_{i:08d}",
+                version=1,
+                type=kind,
+                status=MemoryStatus.CLOSED if i % 10 == 9 else MemoryStatus.ACTIVE,
+                namespace=f"workspace:repo-{i % 40}" if i % 5 else f"person:{values['p'].lower()}",
+                content=content,
+                what=content,
+                who=values["p"],
+                when="",
+                where=values["f"] if has_file else "",
+                why=why,
+                how="",
+                entities=[EntityRef(name=values["s"]), EntityRef(name=values["t"], role="tool")],
+                sources=[],
+                origin=Origin.DISTILLED,
+                created_at=when,
+                updated_at=when,
+                valid_from=when,
+            )
+        )
+        pool_index.append(chosen)
+    return memories, pool_index, [f"{what}\n{why}" for _, what, why, _, _ in instances]
+
+
+def noisy_vectors(base: npt.NDArray[np.float32], index: list[int], seed: int = 2) -> npt.NDArray[np.float32]:
+    rng = np.random.default_rng(seed)
+    out = base[index] + rng.normal(0, NOISE_SIGMA, (len(index), base.shape[1])).astype(np.float32)
+    out /= np.linalg.norm(out, axis=1, keepdims=True)
+    return out
+
+
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    return statistics.median(ordered), ordered[max(0, int(0.95 * len(ordered)) - 1)]
+
+
+def rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def bench(size: int, embedder_id: str, runs: int, ranking_only: bool) -> None:
+    print(f"\n== {size:,} memories, embedder {embedder_id}", flush=True)
+    settings_env = {**os.environ, "MNEMO_EMBEDDER": embedder_id}
+    embedder = load_embedder(load_settings(settings_env))
+    started = time.perf_counter()
+    memories, pool_index, pool = generate(size)
+    vectors = None
+    if embedder is not None:
+        base = np.concatenate([embedder.embed_documents(pool[i : i + 64]) for i in range(0, len(pool), 64)])
+        vectors = noisy_vectors(base, pool_index)
+    print(f"generated in {time.perf_counter() - started:.1f} s ({len(pool):,} distinct texts embedded)")
+    questions = QUESTIONS * (runs // len(QUESTIONS) + 1)
+    now = datetime.now(UTC)
+
+    # Ranking only, in this process.
+    engine = RecallEngine(embedder)
+    started = time.perf_counter()
+    for i in range(0, size, 50_000):
+        engine.add_memories(memories[i : i + 50_000])
+    if vectors is not None:
+        engine.memories.put_vectors([m.id for m in memories], vectors)
+    build_s = time.perf_counter() - started
+    print(f"in-process index build {build_s:.1f} s, RSS {rss_mb(os.getpid()):,.0f} MB")
+    question_vectors = (
+        [embedder.embed_queries([q])[0] for q in QUESTIONS]
+        if embedder is not None
+        else [None] * len(QUESTIONS)
+    )
+    timings = []
+    for i, question in enumerate(questions[:runs]):
+        analysis, entities = engine.analyse(question, now)
+        vector = question_vectors[i % len(QUESTIONS)]
+        t = time.perf_counter()
+        engine.memories.search(
+            SearchQuery(
+                terms=analysis.terms,
+                vector=vector,
+                entities=entities,
+                asked=analysis.asked,
+                dates=analysis.dates,
+                is_history=analysis.is_history,
+                statuses=(CURRENT, CLOSED),
+                limit=10,
+            )
+        )
+        timings.append((time.perf_counter() - t) * 1000)
+    p50, p95 = percentiles(timings)
+    print(f"ranking only: p50 {p50:.2f} ms, p95 {p95:.2f} ms")
+    if ranking_only:
+        return
+    del engine
+
+    with tempfile.TemporaryDirectory(prefix="mnemo-bench-", dir="/tmp") as home:
+        env = {**settings_env, "MNEMO_HOME": home, "MNEMO_DAEMON_IDLE_S": "3600"}
+        settings = load_settings(env)
+        store = open_store(settings.store)
+        store.migrate()
+        started = time.perf_counter()
+        for i in range(0, size, 20_000):
+            store.put_memories(memories[i : i + 20_000])
+        store.upsert_entities(
+            [(entity_key(n), n, []) for n in {e.name for m in memories[:5_000] for e in m.entities}]
+        )
+        if vectors is not None and embedder is not None:
+            for i in range(0, size, 20_000):
+                keys = [(m.id, 0) for m in memories[i : i + 20_000]]
+                store.put_embeddings(embedder.model_id, keys, vectors[i : i + 20_000])
+        store.close()
+        print(f"store loaded in {time.perf_counter() - started:.1f} s")
+
+        async def through_daemon() -> None:
+            async with DaemonClient(settings) as client:
+                started = time.perf_counter()
+                with anyio.fail_after(3600):
+                    while not (status := await client.status()).index_ready:
+                        await anyio.sleep(0.2)
+                print(
+                    f"daemon start + index build {time.perf_counter() - started:.1f} s, "
+                    f"daemon RSS {rss_mb(status.pid):,.0f} MB, backlog {status.embedding_backlog}"
+                )
+                for question in QUESTIONS:  # warm-up
+                    await client.recall(RecallRequest(query=question))
+                timings = []
+                for question in questions[:runs]:
+                    t = time.perf_counter()
+                    await client.recall(RecallRequest(query=question, limit=10))
+                    timings.append((time.perf_counter() - t) * 1000)
+                p50, p95 = percentiles(timings)
+                print(f"end to end (daemon API, question embedded): p50 {p50:.2f} ms, p95 {p95:.2f} ms")
+
+        try:
+            anyio.run(through_daemon)
+        finally:
+            stop_daemon(settings)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--embedder", action="append", help="model id (repeatable); default: the auto choice")
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--ranking-only", action="store_true", help="skip the store and the daemon")
+    args = parser.parse_args()
+    for size in args.sizes:
+        for embedder in args.embedder or ["auto"]:
+            bench(size, embedder, args.runs, args.ranking_only)
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
