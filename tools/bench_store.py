@@ -204,7 +204,7 @@ async def bench_recall(
             latencies.append((time.perf_counter() - t) * 1000)
     rows.append(
         (
-            f"recall over {memories:,} memories (foundation BM25, client round trip)",
+            f"recall over {memories:,} memories (in-RAM index, installed embedder, client round trip)",
             f"median {statistics.median(latencies):.1f} ms",
             f"p95 {percentile(latencies, 0.95):.1f} ms",
         )

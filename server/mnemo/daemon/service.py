@@ -39,6 +39,7 @@ from mnemo.episodes import (
 from mnemo.errors import MnemoError, NotFoundError, NotReadyError
 from mnemo.index.entities import entity_key
 from mnemo.index.live import Found, RecallEngine, is_related
+from mnemo.index.query import Analysis
 from mnemo.memories import EntityRef, Memory, MemoryStatus, Origin, RememberRequest, forgotten
 from mnemo.recall import (
     EpisodeHit,
@@ -55,6 +56,15 @@ T = TypeVar("T")
 MAX_BATCH_EPISODES = 5_000
 EMBED_BATCH = 16
 BUILD_PAGE_ROWS = 5_000
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """A question as recall understands it: rules' analysis, entities named, its vector."""
+
+    analysis: Analysis
+    entities: list[str]
+    vector: npt.NDArray[np.float32] | None
 
 
 @dataclass(slots=True)
@@ -342,21 +352,24 @@ class MemoryService:
     async def recall(self, request: RecallRequest) -> RecallResult:
         """Memories that answer the question; episodes when no memory does (no LLM call)."""
         await self._ready()
-        analysis, entities = self.engine.analyse(request.query, utc_now())
-        vector = await self._question_vector(request.query)
         namespaces = [request.namespace] if request.namespace else None
         types = [t.value for t in request.types] if request.types else None
-        found = await anyio.to_thread.run_sync(
-            lambda: self.engine.search_memories(
-                analysis,
-                entities,
-                vector,
+
+        def find() -> tuple[Question, list[Found]]:
+            # One worker-thread hop for analysis, embedding and ranking: hooks wait on this.
+            question = self._understand(request.query)
+            found = self.engine.search_memories(
+                question.analysis,
+                question.entities,
+                question.vector,
                 namespaces=namespaces,
                 types=types,
                 force_history=request.include_history,
                 limit=request.limit,
             )
-        )
+            return question, found
+
+        question, found = await anyio.to_thread.run_sync(find, limiter=self._embedding_limiter())
         embedder = self.engine.embedder
         related_cosine = embedder.related_cosine if embedder is not None else None
         if any(is_related(f, related_cosine) for f in found):
@@ -367,17 +380,17 @@ class MemoryService:
                     explain = f.components if request.explain else None
                     hits.append(MemoryHit(score=f.score, memory=memory, explain=explain))
             return RecallResult(memories=hits, episodes=[])
-        episodes = await self._search_episodes(
-            request.query, namespaces, None, request.limit, request.explain
-        )
+        episodes = await self._search_episodes(question, namespaces, None, request.limit, request.explain)
         return RecallResult(memories=[], episodes=episodes)
 
-    async def _question_vector(self, question: str) -> npt.NDArray[np.float32] | None:
-        if self.engine.embedder is None:
-            return None
-        # A question does not wait behind a background batch when the model allows two callers.
-        limiter = None if self.engine.embedder.is_thread_safe else self._embedder_limiter
-        return await anyio.to_thread.run_sync(self.engine.question_vector, question, limiter=limiter)
+    def _understand(self, text: str) -> Question:
+        analysis, entities = self.engine.analyse(text, utc_now())
+        return Question(analysis, entities, self.engine.question_vector(text))
+
+    def _embedding_limiter(self) -> anyio.CapacityLimiter | None:
+        """A question does not wait behind a background batch when the model allows two callers."""
+        embedder = self.engine.embedder
+        return None if embedder is None or embedder.is_thread_safe else self._embedder_limiter
 
     async def recall_episodes(self, request: RecallEpisodeRequest) -> EpisodesResult:
         if request.id is not None:
@@ -389,7 +402,10 @@ class MemoryService:
             await self._ready()
             namespaces = [request.namespace] if request.namespace else None
             sessions = [request.session] if request.session else None
-            hits = await self._search_episodes(request.query, namespaces, sessions, request.limit, False)
+            question = await anyio.to_thread.run_sync(
+                self._understand, request.query, limiter=self._embedding_limiter()
+            )
+            hits = await self._search_episodes(question, namespaces, sessions, request.limit, False)
             return EpisodesResult(episodes=hits)
         assert request.session is not None
         session = request.session
@@ -406,17 +422,20 @@ class MemoryService:
 
     async def _search_episodes(
         self,
-        question: str,
+        question: Question,
         namespaces: list[str] | None,
         sessions: list[str] | None,
         limit: int,
         explain: bool,
     ) -> list[EpisodeHit]:
-        analysis, entities = self.engine.analyse(question, utc_now())
-        vector = await self._question_vector(question)
         found: list[Found] = await anyio.to_thread.run_sync(
             lambda: self.engine.search_episodes(
-                analysis, entities, vector, namespaces=namespaces, sessions=sessions, limit=limit
+                question.analysis,
+                question.entities,
+                question.vector,
+                namespaces=namespaces,
+                sessions=sessions,
+                limit=limit,
             )
         )
         if not found:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from collections.abc import Sequence
+import shutil
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -91,6 +92,25 @@ def verify_files(directory: Path, expected: dict[str, str]) -> None:
     # A read-only model directory is verified every time instead.
     with contextlib.suppress(OSError):
         stamp_path.write_text(json.dumps(current))
+
+
+@contextlib.contextmanager
+def staged_install(models_dir: Path, model_id: str) -> Iterator[Path]:
+    """A hidden directory to assemble a model in: renamed to ``models_dir/model_id`` when the
+    block succeeds, removed when it fails, so no half-installed model is ever visible."""
+    target = models_dir / model_id
+    if target.exists():
+        raise ConfigError(f"model {model_id} is already installed at {target}; remove it first")
+    models_dir.mkdir(parents=True, exist_ok=True)
+    partial = models_dir / f".{model_id}.partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir()
+    try:
+        yield partial
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    partial.rename(target)
 
 
 def normalised(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:

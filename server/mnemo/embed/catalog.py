@@ -18,7 +18,7 @@ import shutil
 from pathlib import Path
 
 from mnemo.config import Settings
-from mnemo.embed.base import MANIFEST, Embedder, ModelInfo, verify_files
+from mnemo.embed.base import MANIFEST, Embedder, ModelInfo, staged_install, verify_files
 from mnemo.embed.fallback import FALLBACK_ID, FallbackEmbedder, fallback_info
 from mnemo.embed.hub import HUB_MODELS
 from mnemo.embed.onnx import Manifest, OnnxEmbedder, read_manifest
@@ -125,19 +125,12 @@ def install_model(source: Path, settings: Settings) -> ModelInfo:
     manifest = read_manifest(source)
     files = expected_files(manifest)
     verify_files(source, files)
-    root = Path(settings.models_dir)
-    target = root / manifest.id
-    if target.exists():
-        raise ConfigError(f"model {manifest.id} is already installed at {target}; remove it first")
-    root.mkdir(parents=True, exist_ok=True)
-    partial = root / f".{manifest.id}.partial"
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir()
-    for name in [MANIFEST, *files]:
-        (partial / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source / name, partial / name)
-    verify_files(partial, files)
-    partial.rename(target)
+    target = Path(settings.models_dir) / manifest.id
+    with staged_install(Path(settings.models_dir), manifest.id) as partial:
+        for name in [MANIFEST, *files]:
+            (partial / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source / name, partial / name)
+        verify_files(partial, files)
     return ModelInfo(
         id=manifest.id,
         family=manifest.family,

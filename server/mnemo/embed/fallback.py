@@ -6,8 +6,8 @@ offline at once. Its two resource files are pinned by sha256 and verified before
 
 Chosen by measurement (docs/recall.md, "Choosing the fallback"): it is the only small
 multilingual model shipped inside a wheel that embeds a question in ~2.5 ms on 2 cores (the
-10 ms end-to-end recall target leaves no room for multilingual-e5-small's 12–20 ms) and
-embeds ~1,500 texts/s, so a large store is re-embedded in minutes, not hours.
+10 ms end-to-end recall target leaves no room for multilingual-e5-small's 18–20 ms) and
+embeds 800–880 texts/s, so a large store is re-embedded in minutes, not hours.
 """
 
 from __future__ import annotations

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx2
 
-from mnemo.embed.base import MANIFEST
+from mnemo.embed.base import MANIFEST, staged_install
 from mnemo.errors import ConfigError
 
 
@@ -85,13 +84,7 @@ def fetch_model(
     timeout_s: float = 60.0,
 ) -> Path:
     """Download, verify and install ``model`` under ``models_dir``; return its directory."""
-    target = models_dir / model.id
-    if target.exists():
-        raise ConfigError(f"model {model.id} is already installed at {target}")
-    models_dir.mkdir(parents=True, exist_ok=True)
-    partial = models_dir / f".{model.id}.partial"
-    shutil.rmtree(partial, ignore_errors=True)
-    try:
+    with staged_install(models_dir, model.id) as partial:
         with httpx2.Client(timeout=timeout_s, follow_redirects=True) as client:
             for item in model.files:
                 _download(client, model, item, partial / item.path, hub_url, progress)
@@ -107,11 +100,7 @@ def fetch_model(
             "source": f"{hub_url.rstrip('/')}/{model.repository}@{model.revision}",
         }
         (partial / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-        partial.rename(target)
-    except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
-    return target
+    return models_dir / model.id
 
 
 def _download(
