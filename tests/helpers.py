@@ -10,6 +10,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import anyio
+
+from mnemo.daemon.client import DaemonClient
+
 
 def daemon_pids(home: Path) -> list[int]:
     """Pids of live ``python -m mnemo.daemon`` processes whose MNEMO_HOME is ``home``."""
@@ -79,3 +83,13 @@ def wait_until(condition: Callable[[], bool], *, timeout_s: float = 30.0, what: 
         if time.monotonic() > deadline:
             raise AssertionError(f"gave up after {timeout_s:.0f} s waiting for {what}")
         time.sleep(0.02)
+
+
+async def wait_for_vectors(client: DaemonClient) -> None:
+    """Wait (bounded) until the daemon's index is built and every item has its vector."""
+    with anyio.fail_after(60):
+        while True:
+            status = await client.status()
+            if status.index_ready and status.embedding_backlog == 0:
+                return
+            await anyio.sleep(0.05)

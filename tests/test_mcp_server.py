@@ -16,7 +16,7 @@ from mcp_types import CallToolResult
 from mnemo.daemon.client import DaemonClient
 from mnemo.episodes import EpisodeIn
 from tests.conftest import BIN, Home
-from tests.helpers import store_held_by_another_process
+from tests.helpers import store_held_by_another_process, wait_for_vectors
 
 pytestmark = pytest.mark.anyio
 TOOLS = {"recall", "remember", "forget", "keep", "recall_episode"}
@@ -162,6 +162,7 @@ async def test_cli_json_prints_the_same_structure_as_the_tools(home: Home) -> No
             await daemon.append(
                 [EpisodeIn(id="e-1", text="the release train leaves Thursday", session="s2", turn=1)]
             )
+            await wait_for_vectors(daemon)  # both recalls below then see the same index
         tool_recall = structured(await client.call_tool("recall", {"query": "release Thursday", "limit": 5}))
         tool_episodes = structured(await client.call_tool("recall_episode", {"session": "s2"}))
     cli_recall = json.loads(home.mnemo("recall", "release Thursday", "--limit", "5", "--json").stdout)

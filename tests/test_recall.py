@@ -14,16 +14,7 @@ from mnemo.memories import EntityIn, EntityRef, Memory, MemoryStatus, MemoryType
 from mnemo.recall import RecallEpisodeRequest, RecallRequest
 from mnemo.store import open_store
 from tests.conftest import Home
-
-
-async def _drained(client: DaemonClient) -> None:
-    """Wait (bounded) until every indexed item has its vector."""
-    with anyio.fail_after(60):
-        while True:
-            status = await client.status()
-            if status.index_ready and status.embedding_backlog == 0:
-                return
-            await anyio.sleep(0.05)
+from tests.helpers import wait_for_vectors
 
 
 def test_a_remembered_memory_is_recallable_at_once_and_by_meaning_once_embedded(home: Home) -> None:
@@ -44,7 +35,7 @@ def test_a_remembered_memory_is_recallable_at_once_and_by_meaning_once_embedded(
             # By words, immediately: no wait for the embedder.
             found = await client.recall(RecallRequest(query="when are deploys?"))
             assert found.memories[0].memory.id == memory.id
-            await _drained(client)
+            await wait_for_vectors(client)
             status = await client.status()
             assert status.embedder != "none"
             # By meaning: no word in common with the memory.
@@ -128,6 +119,7 @@ def test_the_index_built_at_start_ranks_closed_memories_behind_unless_history_is
 
     async def scenario() -> None:
         async with DaemonClient(home.settings) as client:
+            await wait_for_vectors(client)  # the steady state: ranked with vectors too
             current = await client.recall(RecallRequest(query="what day do we deploy?"))
             assert [h.memory.id for h in current.memories] == [thursday.id, tuesday.id]
             assert current.memories[1].memory.status is MemoryStatus.CLOSED
@@ -174,7 +166,7 @@ def test_a_restarted_daemon_rebuilds_the_index_and_reuses_stored_vectors(home: H
             await client.append(
                 [EpisodeIn(id="r1", text="We renamed the flags file last week.", session="r")]
             )
-            await _drained(client)
+            await wait_for_vectors(client)
             return memory.id
 
     memory_id = anyio.run(first_life)
@@ -187,7 +179,7 @@ def test_a_restarted_daemon_rebuilds_the_index_and_reuses_stored_vectors(home: H
 
     async def second_life() -> None:
         async with DaemonClient(home.settings) as client:
-            await _drained(client)
+            await wait_for_vectors(client)
             found = await client.recall(RecallRequest(query="where do feature flags come from?"))
             assert found.memories[0].memory.id == memory_id
             episodes = await client.recall_episodes(RecallEpisodeRequest(query="renamed flags file"))
