@@ -187,14 +187,6 @@ class SearchIndex:
     def _retire(self, row: int) -> None:
         self._live.discard(row)
 
-    def remove(self, keys: Iterable[str]) -> None:
-        with self._lock:
-            self._generation += 1
-            for key in keys:
-                row = self._row_of.pop(key, None)
-                if row is not None:
-                    self._retire(row)
-
     def set_status(self, key: str, status: str) -> bool:
         """Change a document's status in place (close, forget); False when the key is unknown."""
         with self._lock:
@@ -219,24 +211,8 @@ class SearchIndex:
             rows = np.asarray([row for row, _ in known], dtype=np.int64)
             self._vectors.put(rows, vectors[[i for _, i in known]])
 
-    def clear_vectors(self) -> None:
-        with self._lock:
-            self._vectors = None
-
-    def keys_without_vectors(self) -> list[str]:
-        with self._lock:
-            rows = np.asarray(list(self._live), dtype=np.int64)
-            if self._vectors is not None and len(rows):
-                rows = rows[~self._vectors.has(rows)]
-            return [self._keys[r] for r in rows]
-
     def has_key(self, key: str) -> bool:
         return key in self._row_of
-
-    def entity_keys(self) -> list[str]:
-        return list(self._by_entity)
-
-    # -- searching -----------------------------------------------------------------------------
 
     def _allowed(self, query: SearchQuery) -> BitMap:
         allowed = _union(self._by_status.get(s, BitMap()) for s in query.statuses) & self._live
