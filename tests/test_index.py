@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
+from mnemo.index import lexical
 from mnemo.index.engine import CLOSED, CURRENT, Document, SearchIndex, SearchQuery
 from mnemo.index.entities import EntityMatcher
 from mnemo.index.lexical import K1, B, LexicalIndex
@@ -302,3 +303,24 @@ def test_vectors_put_twice_or_changed_keep_one_entry_per_row_in_the_graph() -> N
     rows, cosines = index.search(vectors[1], 3)
     assert set(rows[:2].tolist()) == {1, 7} and cosines[1] > 0.99  # row 7 now holds vector 1
     assert list(rows).count(7) == 1
+
+
+def test_candidate_search_reads_few_postings_yet_finds_the_exact_best(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(lexical, "DENSE_MAX_ROWS", 10_000)  # the pruned path, on a small index
+    rng = random.Random(9)
+    docs = [[rng.choice(WORDS) for _ in range(rng.randint(1, 12))] for _ in range(30_000)]
+    index = LexicalIndex()
+    index.add(docs[:25_000])
+    index.add(docs[25_000:])  # a recent segment on top of the base
+    for query in (["gateway"], ["deploy", "thursday", "v2"], ["cache", "retry"]):
+        rows, scores = index.score(query)
+        exact_top = set(rows[np.argsort(-scores, kind="stable")[:200]].tolist())
+        found = index.candidates(query, None, 200)
+        assert len(found) == 200
+        # Common terms (in ~8,000 documents each) are read only by their 5,000 best postings.
+        assert len(exact_top & set(found.tolist())) >= 190
+        exact = dict(zip(rows.tolist(), scores.tolist(), strict=True))
+        expected = [exact[r] for r in found.tolist()]
+        np.testing.assert_allclose(index.score_rows(query, found), expected, rtol=1e-5)

@@ -260,12 +260,9 @@ class SearchIndex:
         if not allowed:
             return []
 
-        lexical_rows, lexical_scores = self._lexical.score(query.terms, mask)
-        if len(lexical_rows) > _CANDIDATES_PER_SOURCE:
-            top = np.argpartition(-lexical_scores, _CANDIDATES_PER_SOURCE)[:_CANDIDATES_PER_SOURCE]
-        else:
-            top = np.arange(len(lexical_rows))
-        candidates: list[npt.NDArray[np.int64]] = [lexical_rows[top]]
+        candidates: list[npt.NDArray[np.int64]] = [
+            self._lexical.candidates(query.terms, mask, _CANDIDATES_PER_SOURCE)
+        ]
 
         vectors = self._vectors if query.vector is not None else None
         if vectors is not None and query.vector is not None:
@@ -277,16 +274,21 @@ class SearchIndex:
             entity_hits |= self._by_entity.get(entity, BitMap())
         entity_hits &= allowed
         if entity_hits:
-            rows = np.asarray(entity_hits.to_array(), dtype=np.int64)
-            # The most recent ones when an entity is everywhere.
-            candidates.append(rows[np.argsort(-self._times_ms[rows], kind="stable")][:_CANDIDATES_PER_SOURCE])
+            # When an entity is everywhere, the most recently indexed rows (the highest row
+            # numbers: a slice of the bitmap, not a sort of all its rows).
+            newest = (
+                entity_hits[-_CANDIDATES_PER_SOURCE:]
+                if len(entity_hits) > _CANDIDATES_PER_SOURCE
+                else entity_hits
+            )
+            candidates.append(np.asarray(newest.to_array(), dtype=np.int64))
 
         rows = np.unique(np.concatenate(candidates)) if candidates else np.zeros(0, dtype=np.int64)
         if not len(rows):
             return []
         if self._rows_at:
             rows = np.unique(np.concatenate([rows, self._neighbours(rows, mask)]))
-        return self._rank(rows, query, lexical_rows, lexical_scores, vectors)
+        return self._rank(rows, query, vectors)
 
     def _adjacent(self, row: int) -> list[int]:
         """Rows of the turns just before and after this row's turn, in the same session."""
@@ -304,20 +306,13 @@ class SearchIndex:
         self,
         rows: npt.NDArray[np.int64],
         query: SearchQuery,
-        lexical_rows: npt.NDArray[np.int64],
-        lexical_scores: npt.NDArray[np.float32],
         vectors: VectorIndex | None,
     ) -> list[Ranked]:
         weights = self.weights
-        lexical = np.zeros(len(rows), dtype=np.float32)
-        if len(lexical_rows):
-            position = np.searchsorted(lexical_rows, rows)
-            position = np.minimum(position, len(lexical_rows) - 1)
-            found = lexical_rows[position] == rows
-            lexical[found] = lexical_scores[position[found]]
-            best = lexical.max()
-            if best > 0:
-                lexical /= best
+        lexical = self._lexical.score_rows(query.terms, rows)
+        best = lexical.max() if len(lexical) else 0.0
+        if best > 0:
+            lexical /= best
         vector = np.zeros(len(rows), dtype=np.float32)
         cosine = np.zeros(len(rows), dtype=np.float32)
         if vectors is not None and query.vector is not None:

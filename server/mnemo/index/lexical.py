@@ -17,6 +17,10 @@ import numpy.typing as npt
 K1 = 1.2
 B = 0.75
 _MERGE_FRACTION = 0.1
+# Candidate search reads at most this many postings of a term, the highest-impact ones first;
+# terms in fewer documents are read whole (so small indexes are searched exactly).
+POOL_PER_TERM = 5_000
+DENSE_MAX_ROWS = 200_000
 _MIN_MERGE_ROWS = 2_000
 
 
@@ -32,6 +36,7 @@ class LexicalIndex:
         self._size = 0
         self._total_length = 0.0
         self._df = np.zeros(0, dtype=np.int64)
+        self._impact_order: dict[int, npt.NDArray[np.int64]] = {}
 
     @property
     def size(self) -> int:
@@ -104,6 +109,15 @@ class LexicalIndex:
         np.cumsum(counts, out=self._indptr[1:])
         self._df = counts.astype(np.int64)
         self._recent, self._recent_rows = {}, 0
+        self._impact_order = {}
+        # For terms in many documents, their postings ordered by BM25 impact (with the average
+        # length of now): candidate search reads only the head of these.
+        average = self._total_length / max(self._size, 1)
+        for term_id in np.flatnonzero(counts > POOL_PER_TERM).tolist():
+            lo, hi = int(self._indptr[term_id]), int(self._indptr[term_id + 1])
+            tfs_term = self._tfs[lo:hi]
+            impact = tfs_term / (tfs_term + K1 * (1 - B + B * self._lengths[self._rows[lo:hi]] / average))
+            self._impact_order[term_id] = np.argsort(-impact, kind="stable")[:POOL_PER_TERM].astype(np.int64)
 
     def _merge_recent(self) -> None:
         starts, ends = self._indptr[:-1], self._indptr[1:]
@@ -157,3 +171,61 @@ class LexicalIndex:
             accumulated[~allowed[: self._size]] = 0.0
         found = np.flatnonzero(accumulated)
         return found, accumulated[found]
+
+    def candidates(
+        self, terms: Sequence[str], allowed: npt.NDArray[np.bool_] | None, count: int
+    ) -> npt.NDArray[np.int64]:
+        """About the ``count`` best rows by BM25 among ``allowed``, reading few postings per term.
+
+        Exact up to DENSE_MAX_ROWS rows (every posting is scored; cheapest there) and whenever
+        every term is in at most POOL_PER_TERM documents; otherwise the pool is each common
+        term's highest-impact postings, re-scored exactly.
+        """
+        if self._size <= DENSE_MAX_ROWS:
+            found, scores = self.score(terms, allowed)
+            if len(found) > count:
+                found = np.sort(found[np.argpartition(-scores, count)[:count]])
+            return found
+        pools: list[npt.NDArray[np.int64]] = []
+        for term in dict.fromkeys(terms):
+            term_id = self._vocabulary.get(term)
+            if term_id is None:
+                continue
+            head = self._impact_order.get(term_id)
+            if head is None:
+                pools.append(self.postings(term)[0].astype(np.int64))
+                continue
+            # The base's head by impact, plus whatever arrived since the last merge.
+            lo = int(self._indptr[term_id])
+            recent = [r for r, _ in self._recent.get(term_id, [])]
+            pools.append(
+                np.concatenate([self._rows[lo + head], np.asarray(recent, dtype=np.int32)]).astype(np.int64)
+            )
+        if not pools:
+            return np.zeros(0, dtype=np.int64)
+        pool = np.unique(np.concatenate(pools)).astype(np.int64)
+        if allowed is not None:
+            pool = pool[allowed[pool]]
+        scores = self.score_rows(terms, pool)
+        keep = scores > 0
+        pool, scores = pool[keep], scores[keep]
+        if len(pool) > count:
+            pool = pool[np.argpartition(-scores, count)[:count]]
+        return np.sort(pool)
+
+    def score_rows(self, terms: Sequence[str], rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+        """Exact BM25 of each of ``rows`` (sorted ascending) for ``terms``."""
+        out = np.zeros(len(rows), dtype=np.float32)
+        if self._size == 0 or not len(rows):
+            return out
+        average = self._total_length / self._size
+        for term in dict.fromkeys(terms):
+            posting_rows, tfs = self.postings(term)
+            if not len(posting_rows):
+                continue
+            position = np.minimum(np.searchsorted(posting_rows, rows), len(posting_rows) - 1)
+            found = posting_rows[position] == rows
+            tf = np.where(found, tfs[position], 0.0).astype(np.float32)
+            norm = tf + K1 * (1 - B + B * self._lengths[rows] / average)
+            out += self.idf(term) * tf * (K1 + 1) / norm
+        return out
