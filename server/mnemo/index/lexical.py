@@ -37,6 +37,9 @@ class LexicalIndex:
         self._total_length = 0.0
         self._df = np.zeros(0, dtype=np.int64)
         self._impact_order: dict[int, npt.NDArray[np.int64]] = {}
+        # The recent segment's postings as arrays, made on first read after a change: converting
+        # a common term's Python list on every question cost milliseconds at a million rows.
+        self._recent_arrays: dict[int, tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]] = {}
 
     @property
     def size(self) -> int:
@@ -64,6 +67,7 @@ class LexicalIndex:
             for term, tf in Counter(document).items():
                 term_id = self._term_id(term)
                 self._recent.setdefault(term_id, []).append((start + offset, tf))
+                self._recent_arrays.pop(term_id, None)
                 df_add[term_id] += 1
         self._bump_df(df_add)
         self._recent_rows += len(documents)
@@ -109,6 +113,7 @@ class LexicalIndex:
         np.cumsum(counts, out=self._indptr[1:])
         self._df = counts.astype(np.int64)
         self._recent, self._recent_rows = {}, 0
+        self._recent_arrays = {}
         self._impact_order = {}
         # For terms in many documents, their postings ordered by BM25 impact (with the average
         # length of now): candidate search reads only the head of these.
@@ -138,11 +143,24 @@ class LexicalIndex:
         if term_id + 1 < len(self._indptr):
             lo, hi = self._indptr[term_id], self._indptr[term_id + 1]
             rows, tfs = self._rows[lo:hi], self._tfs[lo:hi]
-        recent = self._recent.get(term_id)
-        if recent:
-            rows = np.concatenate([rows, np.asarray([r for r, _ in recent], dtype=np.int32)])
-            tfs = np.concatenate([tfs, np.asarray([tf for _, tf in recent], dtype=np.float32)])
+        recent = self._recent_postings(term_id)
+        if recent is not None:
+            rows = np.concatenate([rows, recent[0]])
+            tfs = np.concatenate([tfs, recent[1]])
         return rows, tfs
+
+    def _recent_postings(self, term_id: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]] | None:
+        cached = self._recent_arrays.get(term_id)
+        if cached is None:
+            recent = self._recent.get(term_id)
+            if not recent:
+                return None
+            cached = (
+                np.asarray([r for r, _ in recent], dtype=np.int32),
+                np.asarray([tf for _, tf in recent], dtype=np.float32),
+            )
+            self._recent_arrays[term_id] = cached
+        return cached
 
     def idf(self, term: str) -> float:
         term_id = self._vocabulary.get(term)
@@ -197,10 +215,9 @@ class LexicalIndex:
                 continue
             # The base's head by impact, plus whatever arrived since the last merge.
             lo = int(self._indptr[term_id])
-            recent = [r for r, _ in self._recent.get(term_id, [])]
-            pools.append(
-                np.concatenate([self._rows[lo + head], np.asarray(recent, dtype=np.int32)]).astype(np.int64)
-            )
+            recent = self._recent_postings(term_id)
+            recent_rows = recent[0] if recent is not None else np.zeros(0, dtype=np.int32)
+            pools.append(np.concatenate([self._rows[lo + head], recent_rows]).astype(np.int64))
         if not pools:
             return np.zeros(0, dtype=np.int64)
         pool = np.unique(np.concatenate(pools)).astype(np.int64)
