@@ -109,14 +109,6 @@ class Memory(BaseModel):
     status_reason: str = ""
 
 
-def search_text(memory: Memory) -> str:
-    """The text recall matches against (the store's prefilter concatenates the same fields)."""
-    names = " ".join(e.name for e in memory.entities)
-    return " ".join(
-        (memory.content, memory.what, memory.who, memory.when, memory.where, memory.why, memory.how, names)
-    )
-
-
 def forgotten(memory: Memory, reason: str) -> Memory:
     """The next version of ``memory``, marked forgotten (it stays stored, recall skips it)."""
     now = utc_now()

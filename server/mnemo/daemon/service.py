@@ -37,9 +37,9 @@ from mnemo.episodes import (
     new_id,
 )
 from mnemo.errors import MnemoError, NotFoundError, NotReadyError
+from mnemo.index.engine import Ranked
 from mnemo.index.entities import entity_key
-from mnemo.index.live import Found, RecallEngine, is_related
-from mnemo.index.query import Analysis
+from mnemo.index.live import Question, RecallEngine, is_related, passage_key, split_key
 from mnemo.memories import EntityRef, Memory, MemoryStatus, Origin, RememberRequest, forgotten
 from mnemo.recall import (
     EpisodeHit,
@@ -56,15 +56,6 @@ T = TypeVar("T")
 MAX_BATCH_EPISODES = 5_000
 EMBED_BATCH = 16
 BUILD_PAGE_ROWS = 5_000
-
-
-@dataclass(frozen=True, slots=True)
-class Question:
-    """A question as recall understands it: rules' analysis, entities named, its vector."""
-
-    analysis: Analysis
-    entities: list[str]
-    vector: npt.NDArray[np.float32] | None
 
 
 @dataclass(slots=True)
@@ -201,7 +192,7 @@ class MemoryService:
         if embedder is not None:
             async for keys, _ in self._embedding_pages(embedder.model_id):
                 # A memory's vector is (id, 0); a passage's is (episode id, n), keyed "id#n".
-                embedded.update(f"{o}#{p}" for o, p in keys)
+                embedded.update(passage_key(o, p) for o, p in keys)
                 embedded.update(o for o, p in keys if p == 0)
         after = ""
         while memories := await self._call(self._store.memories_page, after, BUILD_PAGE_ROWS):
@@ -267,7 +258,7 @@ class MemoryService:
                 vectors = await anyio.to_thread.run_sync(
                     embedder.embed_documents, [text for _, _, text in items], limiter=self._embedder_limiter
                 )
-                keys = [(key.partition("#")[0], int(key.partition("#")[2] or 0)) for _, key, _ in items]
+                keys = [split_key(key) for _, key, _ in items]
                 try:
                     await self._call(self._store.put_embeddings, embedder.model_id, keys, vectors)
                 except MnemoError:
@@ -355,13 +346,11 @@ class MemoryService:
         namespaces = [request.namespace] if request.namespace else None
         types = [t.value for t in request.types] if request.types else None
 
-        def find() -> tuple[Question, list[Found]]:
+        def find() -> tuple[Question, list[Ranked]]:
             # One worker-thread hop for analysis, embedding and ranking: hooks wait on this.
             question = self._understand(request.query)
             found = self.engine.search_memories(
-                question.analysis,
-                question.entities,
-                question.vector,
+                question,
                 namespaces=namespaces,
                 types=types,
                 force_history=request.include_history,
@@ -384,8 +373,7 @@ class MemoryService:
         return RecallResult(memories=[], episodes=episodes)
 
     def _understand(self, text: str) -> Question:
-        analysis, entities = self.engine.analyse(text, utc_now())
-        return Question(analysis, entities, self.engine.question_vector(text))
+        return self.engine.understand(text, utc_now())
 
     def _embedding_limiter(self) -> anyio.CapacityLimiter | None:
         """A question does not wait behind a background batch when the model allows two callers."""
@@ -428,11 +416,9 @@ class MemoryService:
         limit: int,
         explain: bool,
     ) -> list[EpisodeHit]:
-        found: list[Found] = await anyio.to_thread.run_sync(
+        found = await anyio.to_thread.run_sync(
             lambda: self.engine.search_episodes(
-                question.analysis,
-                question.entities,
-                question.vector,
+                question,
                 namespaces=namespaces,
                 sessions=sessions,
                 limit=limit,

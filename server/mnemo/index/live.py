@@ -89,7 +89,7 @@ def episode_documents(episode: Episode) -> list[Document]:
     speaker = f"{episode.who}: " if episode.who else ""
     return [
         Document(
-            key=f"{episode.id}#{n}",
+            key=passage_key(episode.id, n),
             owner=episode.id,
             text=speaker + passage,
             namespace=episode.namespace,
@@ -104,19 +104,24 @@ def episode_documents(episode: Episode) -> list[Document]:
     ]
 
 
-def _part(key: str) -> tuple[str, int]:
+def passage_key(episode_id: str, part: int) -> str:
+    """The index key of an episode's passage; stored vectors are keyed (episode id, part)."""
+    return f"{episode_id}#{part}"
+
+
+def split_key(key: str) -> tuple[str, int]:
+    """(owner, part) of an index key: a memory id is part 0, a passage key names its part."""
     owner, _, part = key.partition("#")
     return owner, int(part or 0)
 
 
 @dataclass(frozen=True, slots=True)
-class Found:
-    """A recall result before the caller fetches what it points at."""
+class Question:
+    """A question as recall understands it: the rules' analysis, entities named, its vector."""
 
-    owner: str
-    score: float
-    is_current: bool
-    components: dict[str, float]
+    analysis: Analysis
+    entities: list[str]
+    vector: npt.NDArray[np.float32] | None
 
 
 # Words only (no embedding model): BM25 is all of relevance; a neighbour's counts 0.6
@@ -197,11 +202,9 @@ class RecallEngine:
         memory_rows = [i for i, (owner, _) in enumerate(keys) if self.memories.has_key(owner)]
         if memory_rows:
             self.memories.put_vectors([keys[i][0] for i in memory_rows], matrix[memory_rows])
-        passage_rows = [i for i, (o, p) in enumerate(keys) if self.passages.has_key(f"{o}#{p}")]
+        passage_rows = [i for i, (o, p) in enumerate(keys) if self.passages.has_key(passage_key(o, p))]
         if passage_rows:
-            self.passages.put_vectors(
-                [f"{keys[i][0]}#{keys[i][1]}" for i in passage_rows], matrix[passage_rows]
-            )
+            self.passages.put_vectors([passage_key(*keys[i]) for i in passage_rows], matrix[passage_rows])
 
     @property
     def backlog(self) -> int:
@@ -224,31 +227,26 @@ class RecallEngine:
             self._matcher_is_stale = False
         return self._matcher
 
-    def analyse(self, question: str, now: datetime) -> tuple[Analysis, list[str]]:
-        return analyse(question, now), self.matcher().find(question)
-
-    def question_vector(self, question: str) -> npt.NDArray[np.float32] | None:
-        if self.embedder is None:
-            return None
-        vector: npt.NDArray[np.float32] = self.embedder.embed_queries([question])[0]
-        return vector
+    def understand(self, question: str, now: datetime) -> Question:
+        """Analyse a question by rules, find the entities it names, and embed it."""
+        vector = None if self.embedder is None else self.embedder.embed_queries([question])[0]
+        return Question(analyse(question, now), self.matcher().find(question), vector)
 
     def search_memories(
         self,
-        analysis: Analysis,
-        entities: list[str],
-        vector: npt.NDArray[np.float32] | None,
+        question: Question,
         *,
         namespaces: Sequence[str] | None,
         types: Sequence[str] | None,
         force_history: bool,
         limit: int,
-    ) -> list[Found]:
-        ranked = self.memories.search(
+    ) -> list[Ranked]:
+        analysis = question.analysis
+        return self.memories.search(
             SearchQuery(
                 terms=analysis.terms,
-                vector=vector,
-                entities=entities,
+                vector=question.vector,
+                entities=question.entities,
                 asked=analysis.asked,
                 dates=analysis.dates,
                 is_history=analysis.is_history or force_history,
@@ -258,40 +256,30 @@ class RecallEngine:
                 limit=limit,
             )
         )
-        return [_found(r) for r in ranked]
 
     def search_episodes(
         self,
-        analysis: Analysis,
-        entities: list[str],
-        vector: npt.NDArray[np.float32] | None,
+        question: Question,
         *,
         namespaces: Sequence[str] | None,
         sessions: Sequence[str] | None,
         limit: int,
-    ) -> list[Found]:
-        ranked = self.passages.search(
+    ) -> list[Ranked]:
+        return self.passages.search(
             SearchQuery(
-                terms=analysis.terms,
-                vector=vector,
-                entities=entities,
-                dates=analysis.dates,
+                terms=question.analysis.terms,
+                vector=question.vector,
+                entities=question.entities,
+                dates=question.analysis.dates,
                 namespaces=namespaces,
                 statuses=(CURRENT,),
                 sessions=sessions,
                 limit=limit,
             )
         )
-        return [_found(r) for r in ranked]
 
 
-def _found(ranked: Ranked) -> Found:
-    return Found(
-        owner=ranked.owner, score=ranked.score, is_current=ranked.is_current, components=ranked.components
-    )
-
-
-def is_related(found: Found, related_cosine: float | None) -> bool:
+def is_related(found: Ranked, related_cosine: float | None) -> bool:
     """Whether a memory hit answers enough that recall need not go down to episodes.
 
     ``related_cosine`` is the embedder's own threshold (None without an embedder).
