@@ -10,11 +10,10 @@ vector, and asks each question through recall; :func:`score` counts top-1 and to
 
 from __future__ import annotations
 
-import anyio
-
 from mnemo.daemon.client import DaemonClient
 from mnemo.memories import MemoryType, RememberRequest
 from mnemo.recall import RecallRequest
+from tests.helpers import wait_for_vectors
 
 LANGUAGES = ("en", "es")
 
@@ -314,9 +313,7 @@ async def ask_all(client: DaemonClient) -> dict[str, list[tuple[str, list[str]]]
     for memory in CORPUS:
         stored = await client.remember(RememberRequest(content=memory["text"], type=MemoryType.FACT))
         ids[stored.id] = memory["id"]
-    with anyio.fail_after(600):
-        while (status := await client.status()).embedding_backlog or not status.index_ready:
-            await anyio.sleep(0.1)
+    await wait_for_vectors(client)
     answers: dict[str, list[tuple[str, list[str]]]] = {language: [] for language in LANGUAGES}
     for question in QUESTIONS:
         for language in LANGUAGES:
