@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 import random
+import threading
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
 
+from mnemo.index import engine as engine_module
 from mnemo.index import lexical
 from mnemo.index.engine import CLOSED, CURRENT, Document, SearchIndex, SearchQuery
 from mnemo.index.entities import EntityMatcher
@@ -74,7 +76,7 @@ def test_vector_search_is_exact_when_small_and_respects_the_filter_with_a_graph(
     unit = codes / np.linalg.norm(codes, axis=1, keepdims=True)
     for exact_max_rows in (10_000, 500):  # exact search; then an HNSW graph
         index = VectorIndex(32, exact_max_rows=exact_max_rows)
-        index.put(np.arange(3_000), vectors)
+        index.put(np.arange(3_000), vectors, [f"g{i % 4}" for i in range(3_000)])
         query = vectors[42] + 0.05 * rng.standard_normal(32).astype(np.float32)
         rows, cosines = index.search(query, 10)
         q = quantise(query.reshape(1, -1))[0].astype(np.float32)
@@ -90,6 +92,38 @@ def test_vector_search_is_exact_when_small_and_respects_the_filter_with_a_graph(
         allowed[[7, 8, 9]] = True  # few rows: searched exactly
         rows, _ = index.search(query, 10, allowed)
         assert sorted(rows.tolist()) == [7, 8, 9]
+
+
+def test_vector_search_narrowed_to_groups_scans_them_exactly() -> None:
+    """Rows are stored by group (namespace); a search given its groups is exact within them."""
+    rng = np.random.default_rng(8)
+    vectors = rng.standard_normal((4_000, 24)).astype(np.float32)
+    groups = [f"workspace:{i % 8}" for i in range(4_000)]
+    codes = quantise(vectors).astype(np.float32)
+    unit = codes / np.linalg.norm(codes, axis=1, keepdims=True)
+    query = rng.standard_normal(24).astype(np.float32)
+    q = quantise(query.reshape(1, -1))[0].astype(np.float32)
+    similarity = unit @ (q / np.linalg.norm(q))
+    index = VectorIndex(24, exact_max_rows=1_200)  # a graph over everything; groups of 500
+    index.put(np.arange(2_000), vectors[:2_000], groups[:2_000])
+    index.put(np.arange(2_000, 4_000), vectors[2_000:], groups[2_000:])  # groups grow
+    row = np.arange(4_000)
+    in_groups = np.isin(row % 8, [2, 5])
+    # All allowed; two thirds (over-asked, then dropped); a third and few (gathered, then scanned).
+    for allowed in (
+        in_groups,
+        in_groups & (row % 3 != 0),
+        in_groups & (row % 3 == 0),
+        in_groups & (row % 50 == 0),
+    ):
+        rows, cosines = index.search(query, 20, allowed, ["workspace:2", "workspace:5", "nowhere"])
+        inside = np.flatnonzero(allowed)
+        truth = inside[np.argsort(-similarity[inside], kind="stable")[:20]]
+        assert rows.tolist() == truth.tolist()
+        np.testing.assert_allclose(cosines, similarity[truth], atol=1e-5)
+    assert index.search(query, 5, None, ["nowhere"])[0].tolist() == []
+    rows, _ = index.search(query, 5, None, ["workspace:2"])
+    np.testing.assert_allclose(index.cosines(rows, query), similarity[rows], atol=1e-5)
 
 
 def test_entities_match_names_and_aliases_on_word_boundaries_longest_first() -> None:
@@ -298,8 +332,8 @@ def test_vectors_put_twice_or_changed_keep_one_entry_per_row_in_the_graph() -> N
     rng = np.random.default_rng(5)
     index = VectorIndex(16, exact_max_rows=100)
     vectors = rng.standard_normal((300, 16)).astype(np.float32)
-    index.put(np.arange(300), vectors)  # past 100 rows: a graph
-    index.put(np.asarray([7, 7]), vectors[[1, 2]])  # the same row twice, and a changed vector
+    index.put(np.arange(300), vectors, ["g"] * 300)  # past 100 rows: a graph
+    index.put(np.asarray([7, 7]), vectors[[1, 2]], ["g", "g"])  # the same row twice; a changed vector
     rows, cosines = index.search(vectors[1], 3)
     assert set(rows[:2].tolist()) == {1, 7} and cosines[1] > 0.99  # row 7 now holds vector 1
     assert list(rows).count(7) == 1
@@ -324,3 +358,55 @@ def test_candidate_search_reads_few_postings_yet_finds_the_exact_best(
         exact = dict(zip(rows.tolist(), scores.tolist(), strict=True))
         expected = [exact[r] for r in found.tolist()]
         np.testing.assert_allclose(index.score_rows(query, found), expected, rtol=1e-5)
+
+
+def test_candidate_search_reads_the_best_of_a_large_recent_segment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A term common in the recent segment too is read there by its best postings: the short
+    documents that hold every query term are found, each once, with their exact scores."""
+    monkeypatch.setattr(lexical, "DENSE_MAX_ROWS", 10_000)
+    monkeypatch.setattr(lexical, "POOL_PER_TERM", 1_500)
+    rng = random.Random(4)
+    docs = [[rng.choice(WORDS) for _ in range(rng.randint(3, 12))] for _ in range(40_000)]
+    planted = sorted(rng.sample(range(36_000, 40_000), 20))
+    for row in planted:
+        docs[row] = ["gateway", "deploy", "cache"] * 2
+    index = LexicalIndex()
+    index.add(docs[:36_000])
+    index.add(docs[36_000:])  # 4,000 recent rows: each word is in > 1,500 of them
+    for word in ("gateway", "deploy", "cache"):
+        assert (index.postings(word)[0] >= 36_000).sum() > 1_500
+    for query in (["gateway", "deploy"], ["cache", "deploy", "gateway"]):
+        rows, scores = index.score(query)
+        exact = dict(zip(rows.tolist(), scores.tolist(), strict=True))
+        assert set(planted) <= set(rows[np.argsort(-scores, kind="stable")[:100]].tolist())
+        found = index.candidates(query, None, 100)
+        assert len(found) == 100 and len(set(found.tolist())) == 100
+        assert set(planted) <= set(found.tolist())
+        np.testing.assert_allclose(
+            index.score_rows(query, found), [exact[r] for r in found.tolist()], rtol=1e-5
+        )
+        allowed = np.zeros(40_000, dtype=bool)
+        allowed[planted[::2]] = True
+        allowed[:1_000] = True
+        narrowed = index.candidates(query, allowed, 100)
+        assert allowed[narrowed].all() and set(planted[::2]) <= set(narrowed.tolist())
+
+
+def test_vector_search_on_a_second_thread_ranks_as_on_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(2)
+    np_rng = np.random.default_rng(2)
+    texts = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 10))) for _ in range(2_000)]
+    index = SearchIndex()
+    index.add([_document(f"k{i:04d}", t) for i, t in enumerate(texts)])
+    index.put_vectors(
+        [f"k{i:04d}" for i in range(2_000)], np_rng.standard_normal((2_000, 16)).astype(np.float32)
+    )
+    query = SearchQuery(
+        terms=analyse("gateway deploy cache", NOW).terms,
+        vector=np_rng.standard_normal(16).astype(np.float32),
+        limit=50,
+    )
+    alone = index.search(query)
+    monkeypatch.setattr(engine_module, "PARALLEL_MIN_ROWS", 0)
+    assert index.search(query) == alone
+    assert any(t.name.startswith("mnemo-vectors") for t in threading.enumerate())

@@ -5,8 +5,10 @@ For each size and embedder it prints:
 - index build: the daemon's own start-up build from the store (memories, entities, vectors),
   its time and the daemon's RSS once built;
 - ranking only, in this process: the engine's search over the same documents with precomputed
-  question vectors, p50/p95 (no embedding, no store read);
-- end to end through the daemon API over its unix socket, question embedding included, p50/p95.
+  question vectors, p50/p95 (no embedding, no store read), over all namespaces and narrowed to
+  a workspace and a person as the hooks ask;
+- end to end through the daemon API over its unix socket, question embedding included, p50/p95,
+  over all namespaces and narrowed to one workspace (the API takes one namespace).
 
 Memories are generated from templates of coding-project knowledge (decisions with their why,
 facts, procedures, postmortems) with entities (services, files, people) and namespaces (40
@@ -24,6 +26,7 @@ daemon at query time. Figures are medians over the runs; the machine is noisy, r
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import random
 import statistics
@@ -149,6 +152,11 @@ def generate(n: int, seed: int = 1) -> tuple[list[Memory], list[int], list[str]]
     return memories, pool_index, [f"{what}\n{why}" for _, what, why, _, _ in instances]
 
 
+def hook_namespaces(i: int) -> list[str]:
+    """What a hook asks for: the session's workspace and its person."""
+    return [f"workspace:repo-{(7 * i) % 40}", f"person:{PEOPLE[i % len(PEOPLE)].lower()}"]
+
+
 def noisy_vectors(base: npt.NDArray[np.float32], index: list[int], seed: int = 2) -> npt.NDArray[np.float32]:
     rng = np.random.default_rng(seed)
     out = base[index] + rng.normal(0, NOISE_SIGMA, (len(index), base.shape[1])).astype(np.float32)
@@ -191,17 +199,26 @@ def bench(size: int, embedder_id: str, runs: int, ranking_only: bool) -> None:
     if vectors is not None:
         engine.memories.put_vectors([m.id for m in memories], vectors)
     build_s = time.perf_counter() - started
+    gc.collect()
+    gc.freeze()  # as the daemon does after its build; here it also spares this process's memories
     print(f"in-process index build {build_s:.1f} s, RSS {rss_mb(os.getpid()):,.0f} MB")
     # Embedded once, before timing: this measures the daemon's ranking call alone.
     questions_understood = [engine.understand(q, now) for q in QUESTIONS]
-    timings = []
-    for i in range(runs):
-        question = questions_understood[i % len(QUESTIONS)]
-        t = time.perf_counter()
-        engine.search_memories(question, namespaces=None, types=None, force_history=False, limit=10)
-        timings.append((time.perf_counter() - t) * 1000)
-    p50, p95 = percentiles(timings)
-    print(f"ranking only: p50 {p50:.2f} ms, p95 {p95:.2f} ms")
+    for label, narrowed in (("all namespaces", False), ("one workspace + one person", True)):
+        timings = []
+        for i in range(runs):
+            question = questions_understood[i % len(QUESTIONS)]
+            t = time.perf_counter()
+            engine.search_memories(
+                question,
+                namespaces=hook_namespaces(i) if narrowed else None,
+                types=None,
+                force_history=False,
+                limit=10,
+            )
+            timings.append((time.perf_counter() - t) * 1000)
+        p50, p95 = percentiles(timings)
+        print(f"ranking only, {label}: p50 {p50:.2f} ms, p95 {p95:.2f} ms")
     if ranking_only:
         return
     del engine
@@ -236,13 +253,18 @@ def bench(size: int, embedder_id: str, runs: int, ranking_only: bool) -> None:
                 )
                 for question in QUESTIONS:  # warm-up
                     await client.recall(RecallRequest(query=question))
-                timings = []
-                for question in questions[:runs]:
-                    t = time.perf_counter()
-                    await client.recall(RecallRequest(query=question, limit=10))
-                    timings.append((time.perf_counter() - t) * 1000)
-                p50, p95 = percentiles(timings)
-                print(f"end to end (daemon API, question embedded): p50 {p50:.2f} ms, p95 {p95:.2f} ms")
+                for label, narrowed in (("all namespaces", False), ("one workspace", True)):
+                    timings = []
+                    for i, question in enumerate(questions[:runs]):
+                        namespace = hook_namespaces(i)[0] if narrowed else None
+                        t = time.perf_counter()
+                        await client.recall(RecallRequest(query=question, limit=10, namespace=namespace))
+                        timings.append((time.perf_counter() - t) * 1000)
+                    p50, p95 = percentiles(timings)
+                    print(
+                        f"end to end, {label} (daemon API, question embedded): "
+                        f"p50 {p50:.2f} ms, p95 {p95:.2f} ms"
+                    )
 
         try:
             anyio.run(through_daemon)

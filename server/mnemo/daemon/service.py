@@ -8,6 +8,7 @@ calls costs a few inserts, not one each, and nothing is acknowledged before it i
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import time
@@ -56,6 +57,7 @@ T = TypeVar("T")
 MAX_BATCH_EPISODES = 5_000
 EMBED_BATCH = 16
 BUILD_PAGE_ROWS = 5_000
+KEY_PAGE_ROWS = 50_000
 
 
 @dataclass(slots=True)
@@ -190,10 +192,14 @@ class MemoryService:
         engine, embedder = self.engine, self.engine.embedder
         embedded: set[str] = set()
         if embedder is not None:
-            async for keys, _ in self._embedding_pages(embedder.model_id):
+            after_key = ("", 0)
+            while keys := await self._call(
+                self._store.embedding_keys_page, embedder.model_id, after_key, KEY_PAGE_ROWS
+            ):
                 # A memory's vector is (id, 0); a passage's is (episode id, n), keyed "id#n".
                 embedded.update(passage_key(o, p) for o, p in keys)
                 embedded.update(o for o, p in keys if p == 0)
+                after_key = keys[-1]
         after = ""
         while memories := await self._call(self._store.memories_page, after, BUILD_PAGE_ROWS):
             await anyio.to_thread.run_sync(engine.add_memories, memories, embedded)
@@ -206,6 +212,11 @@ class MemoryService:
         if embedder is not None:
             async for keys, matrix in self._embedding_pages(embedder.model_id):
                 await anyio.to_thread.run_sync(engine.load_vectors, keys, matrix)
+        # The index's objects live as long as the daemon: keep the cyclic collector from walking
+        # them again and again (at a million memories a full collection paused recall for tens
+        # of milliseconds).
+        gc.collect()
+        gc.freeze()
         self._index_ready.set()
         self._backlog_added.set()
         logger.info(

@@ -20,8 +20,10 @@ whatever its score.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -39,6 +41,14 @@ CLOSED = "closed"
 _CANDIDATES_PER_SOURCE = 200
 MIN_COSINE_SPREAD = 0.1
 _MAX_CACHED_MASKS = 32
+# From this many rows, the vector search (usearch releases the GIL) runs on a second thread while
+# BM25 finds its candidates: about 2 ms less per search at a million rows on 2 cores.
+PARALLEL_MIN_ROWS = 200_000
+
+
+@functools.cache
+def _vector_thread() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(1, thread_name_prefix="mnemo-vectors")  # threads start on first use
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +105,16 @@ class Ranked:
     components: dict[str, float] = field(default_factory=dict)
 
 
+def _unique_rows(parts: Sequence[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]:
+    """The distinct rows of ``parts``, ascending (a sort and a compare: np.unique costs 4× more)."""
+    if not parts:
+        return np.zeros(0, dtype=np.int64)
+    rows = np.sort(np.concatenate(parts).astype(np.int64, copy=False))
+    if len(rows) > 1:
+        rows = rows[np.concatenate(([True], rows[1:] != rows[:-1]))]
+    return rows
+
+
 def _union(maps: Iterable[BitMap]) -> BitMap:
     out = BitMap()
     for m in maps:
@@ -122,6 +142,7 @@ class SearchIndex:
         self._by_entity_role: dict[tuple[str, str], BitMap] = {}
         self._by_filled: dict[str, BitMap] = {}
         self._status_of: list[str] = []
+        self._namespace_of: list[str] = []
         # Where a row sits in a conversation (session, turn), and the rows at each place.
         self._place_of: list[tuple[str, int] | None] = []
         self._rows_at: dict[tuple[str, int], list[int]] = {}
@@ -153,6 +174,7 @@ class SearchIndex:
                 self._keys.append(document.key)
                 self._owners.append(document.owner)
                 self._status_of.append(document.status)
+                self._namespace_of.append(document.namespace)
                 place = (
                     (document.session, document.turn)
                     if document.session and document.turn is not None
@@ -209,7 +231,8 @@ class SearchIndex:
             if self._vectors is None:
                 self._vectors = VectorIndex(vectors.shape[1])
             rows = np.asarray([row for row, _ in known], dtype=np.int64)
-            self._vectors.put(rows, vectors[[i for _, i in known]])
+            namespaces = [self._namespace_of[row] for row, _ in known]
+            self._vectors.put(rows, vectors[[i for _, i in known]], namespaces)
 
     def has_key(self, key: str) -> bool:
         return key in self._row_of
@@ -260,14 +283,20 @@ class SearchIndex:
         if not allowed:
             return []
 
+        vectors = self._vectors if query.vector is not None else None
+        nearest: Future[tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]] | None = None
+        if vectors is not None and query.vector is not None and vectors.size >= PARALLEL_MIN_ROWS:
+            # Safe: writers wait for self._lock, which this thread holds until the result is in.
+            nearest = _vector_thread().submit(
+                vectors.search, query.vector, _CANDIDATES_PER_SOURCE, mask, query.namespaces
+            )
         candidates: list[npt.NDArray[np.int64]] = [
             self._lexical.candidates(query.terms, mask, _CANDIDATES_PER_SOURCE)
         ]
-
-        vectors = self._vectors if query.vector is not None else None
-        if vectors is not None and query.vector is not None:
-            vector_rows, _ = vectors.search(query.vector, _CANDIDATES_PER_SOURCE, mask)
-            candidates.append(vector_rows)
+        if nearest is not None:
+            candidates.append(nearest.result()[0])
+        elif vectors is not None and query.vector is not None:
+            candidates.append(vectors.search(query.vector, _CANDIDATES_PER_SOURCE, mask, query.namespaces)[0])
 
         entity_hits = BitMap()
         for entity in query.entities:
@@ -283,11 +312,11 @@ class SearchIndex:
             )
             candidates.append(np.asarray(newest.to_array(), dtype=np.int64))
 
-        rows = np.unique(np.concatenate(candidates)) if candidates else np.zeros(0, dtype=np.int64)
+        rows = _unique_rows(candidates)
         if not len(rows):
             return []
         if self._rows_at:
-            rows = np.unique(np.concatenate([rows, self._neighbours(rows, mask)]))
+            rows = _unique_rows([rows, self._neighbours(rows, mask)])
         return self._rank(rows, query, vectors)
 
     def _adjacent(self, row: int) -> list[int]:

@@ -36,7 +36,12 @@ class LexicalIndex:
         self._size = 0
         self._total_length = 0.0
         self._df = np.zeros(0, dtype=np.int64)
-        self._impact_order: dict[int, npt.NDArray[np.int64]] = {}
+        # Per common term, its POOL_PER_TERM highest-impact base postings (rows, tfs).
+        self._heads: dict[int, tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]] = {}
+        # Per common term, the highest-impact rows of its recent postings (dropped on change).
+        self._recent_heads: dict[int, npt.NDArray[np.int32]] = {}
+        # Cells of candidate rows, written and read back to drop repeats (see _distinct).
+        self._scratch = np.zeros(0, dtype=np.int32)
         # The recent segment's postings as arrays, made on first read after a change: converting
         # a common term's Python list on every question cost milliseconds at a million rows.
         self._recent_arrays: dict[int, tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]] = {}
@@ -68,6 +73,7 @@ class LexicalIndex:
                 term_id = self._term_id(term)
                 self._recent.setdefault(term_id, []).append((start + offset, tf))
                 self._recent_arrays.pop(term_id, None)
+                self._recent_heads.pop(term_id, None)
                 df_add[term_id] += 1
         self._bump_df(df_add)
         self._recent_rows += len(documents)
@@ -114,7 +120,8 @@ class LexicalIndex:
         self._df = counts.astype(np.int64)
         self._recent, self._recent_rows = {}, 0
         self._recent_arrays = {}
-        self._impact_order = {}
+        self._recent_heads = {}
+        self._heads = {}
         # For terms in many documents, their postings ordered by BM25 impact (with the average
         # length of now): candidate search reads only the head of these.
         average = self._total_length / max(self._size, 1)
@@ -122,7 +129,8 @@ class LexicalIndex:
             lo, hi = int(self._indptr[term_id]), int(self._indptr[term_id + 1])
             tfs_term = self._tfs[lo:hi]
             impact = tfs_term / (tfs_term + K1 * (1 - B + B * self._lengths[self._rows[lo:hi]] / average))
-            self._impact_order[term_id] = np.argsort(-impact, kind="stable")[:POOL_PER_TERM].astype(np.int64)
+            head = lo + np.argsort(-impact, kind="stable")[:POOL_PER_TERM]
+            self._heads[term_id] = (self._rows[head], self._tfs[head])
 
     def _merge_recent(self) -> None:
         starts, ends = self._indptr[:-1], self._indptr[1:]
@@ -136,18 +144,27 @@ class LexicalIndex:
         )
 
     def postings(self, term: str) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
-        term_id = self._vocabulary.get(term)
-        if term_id is None:
+        """A term's postings (rows ascending, term frequencies), base and recent together."""
+        segments = self._segments(self._vocabulary.get(term))
+        if len(segments) == 1:
+            return segments[0]
+        if not segments:
             return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
-        rows, tfs = np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
+        return np.concatenate([r for r, _ in segments]), np.concatenate([t for _, t in segments])
+
+    def _segments(self, term_id: int | None) -> list[tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]]:
+        """A term's postings per segment, without copying the base's (rows ascending overall)."""
+        if term_id is None:
+            return []
+        segments = []
         if term_id + 1 < len(self._indptr):
             lo, hi = self._indptr[term_id], self._indptr[term_id + 1]
-            rows, tfs = self._rows[lo:hi], self._tfs[lo:hi]
+            if hi > lo:
+                segments.append((self._rows[lo:hi], self._tfs[lo:hi]))
         recent = self._recent_postings(term_id)
         if recent is not None:
-            rows = np.concatenate([rows, recent[0]])
-            tfs = np.concatenate([tfs, recent[1]])
-        return rows, tfs
+            segments.append(recent)
+        return segments
 
     def _recent_postings(self, term_id: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]] | None:
         cached = self._recent_arrays.get(term_id)
@@ -180,11 +197,10 @@ class LexicalIndex:
         average = self._total_length / self._size
         accumulated = np.zeros(self._size, dtype=np.float32)
         for term in dict.fromkeys(terms):
-            rows, tfs = self.postings(term)
-            if not len(rows):
-                continue
-            norm = tfs + K1 * (1 - B + B * self._lengths[rows] / average)
-            accumulated[rows] += self.idf(term) * tfs * (K1 + 1) / norm
+            idf = self.idf(term)
+            for rows, tfs in self._segments(self._vocabulary.get(term)):
+                norm = tfs + K1 * (1 - B + B * self._lengths[rows] / average)
+                accumulated[rows] += idf * tfs * (K1 + 1) / norm
         if allowed is not None:
             accumulated[~allowed[: self._size]] = 0.0
         found = np.flatnonzero(accumulated)
@@ -193,42 +209,68 @@ class LexicalIndex:
     def candidates(
         self, terms: Sequence[str], allowed: npt.NDArray[np.bool_] | None, count: int
     ) -> npt.NDArray[np.int64]:
-        """About the ``count`` best rows by BM25 among ``allowed``, reading few postings per term.
+        """About the ``count`` best rows by BM25 among ``allowed`` (ascending), reading few postings.
 
-        Exact up to DENSE_MAX_ROWS rows (every posting is scored; cheapest there) and whenever
-        every term is in at most POOL_PER_TERM documents; otherwise the pool is each common
-        term's highest-impact postings, re-scored exactly.
+        Exact up to DENSE_MAX_ROWS rows (every posting is scored; cheapest there). Beyond, the
+        pool is each term's postings, or for a term in more than POOL_PER_TERM documents its
+        highest-impact ones per segment; the pool is scored exactly. Not thread-safe (a scratch
+        array is reused): the engine searches under its lock.
         """
         if self._size <= DENSE_MAX_ROWS:
             found, scores = self.score(terms, allowed)
             if len(found) > count:
                 found = np.sort(found[np.argpartition(-scores, count)[:count]])
             return found
-        pools: list[npt.NDArray[np.int64]] = []
+        pools: list[npt.NDArray[np.int32]] = []
         for term in dict.fromkeys(terms):
             term_id = self._vocabulary.get(term)
             if term_id is None:
                 continue
-            head = self._impact_order.get(term_id)
-            if head is None:
-                pools.append(self.postings(term)[0].astype(np.int64))
-                continue
-            # The base's head by impact, plus whatever arrived since the last merge.
-            lo = int(self._indptr[term_id])
-            recent = self._recent_postings(term_id)
-            recent_rows = recent[0] if recent is not None else np.zeros(0, dtype=np.int32)
-            pools.append(np.concatenate([self._rows[lo + head], recent_rows]).astype(np.int64))
+            head = self._heads.get(term_id)
+            for k, (rows, tfs) in enumerate(self._segments(term_id)):
+                if k == 0 and head is not None:
+                    pools.append(head[0])  # the base segment's head
+                elif len(rows) > POOL_PER_TERM:
+                    pools.append(self._recent_head(term_id, rows, tfs))
+                else:
+                    pools.append(rows)
         if not pools:
             return np.zeros(0, dtype=np.int64)
-        pool = np.unique(np.concatenate(pools)).astype(np.int64)
+        pool = self._distinct(np.concatenate(pools).astype(np.int64))
         if allowed is not None:
             pool = pool[allowed[pool]]
+        pool.sort()
         scores = self.score_rows(terms, pool)
         keep = scores > 0
         pool, scores = pool[keep], scores[keep]
         if len(pool) > count:
-            pool = pool[np.argpartition(-scores, count)[:count]]
-        return np.sort(pool)
+            pool = np.sort(pool[np.argpartition(-scores, count)[:count]])
+        return pool
+
+    def _recent_head(
+        self, term_id: int, rows: npt.NDArray[np.int32], tfs: npt.NDArray[np.float32]
+    ) -> npt.NDArray[np.int32]:
+        """The POOL_PER_TERM highest-impact rows of a term's recent postings (kept until they change)."""
+        cached = self._recent_heads.get(term_id)
+        if cached is None:
+            average = self._total_length / max(self._size, 1)
+            impact = tfs / (tfs + K1 * (1 - B + B * self._lengths[rows] / average))
+            cached = rows[np.argpartition(-impact, POOL_PER_TERM)[:POOL_PER_TERM]]
+            self._recent_heads[term_id] = cached
+        return cached
+
+    def _distinct(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """``rows`` without repeats, in no particular order, in linear time.
+
+        Every position writes its index into a scratch cell of its row; one write per row
+        survives (whichever), so exactly one position per row reads its own index back.
+        """
+        if len(self._scratch) < self._size:
+            self._scratch = np.zeros(max(self._size, 2 * len(self._scratch)), dtype=np.int32)
+        positions = np.arange(len(rows), dtype=np.int32)
+        self._scratch[rows] = positions
+        distinct: npt.NDArray[np.int64] = rows[self._scratch[rows] == positions]
+        return distinct
 
     def score_rows(self, terms: Sequence[str], rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
         """Exact BM25 of each of ``rows`` (sorted ascending) for ``terms``."""
@@ -236,13 +278,15 @@ class LexicalIndex:
         if self._size == 0 or not len(rows):
             return out
         average = self._total_length / self._size
+        length_norm = K1 * (1 - B + B * self._lengths[rows] / average)
         for term in dict.fromkeys(terms):
-            posting_rows, tfs = self.postings(term)
-            if not len(posting_rows):
+            segments = self._segments(self._vocabulary.get(term))
+            if not segments:
                 continue
-            position = np.minimum(np.searchsorted(posting_rows, rows), len(posting_rows) - 1)
-            found = posting_rows[position] == rows
-            tf = np.where(found, tfs[position], 0.0).astype(np.float32)
-            norm = tf + K1 * (1 - B + B * self._lengths[rows] / average)
-            out += self.idf(term) * tf * (K1 + 1) / norm
+            idf = self.idf(term)
+            for posting_rows, tfs in segments:
+                position = np.minimum(np.searchsorted(posting_rows, rows), len(posting_rows) - 1)
+                found = posting_rows[position] == rows
+                tf = np.where(found, tfs[position], 0.0).astype(np.float32)
+                out += idf * tf * (K1 + 1) / (tf + length_norm)
         return out

@@ -48,7 +48,10 @@ class Language(StrEnum):
 
 def fold(text: str) -> str:
     """Lower-case and strip accents ("¿Por qué?" → "¿por que?"); ñ folds to n."""
-    decomposed = unicodedata.normalize("NFKD", text.lower())
+    lowered = text.lower()
+    if lowered.isascii():  # nothing to strip (most stored text): skip the per-character pass
+        return lowered
+    decomposed = unicodedata.normalize("NFKD", lowered)
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 

@@ -1,13 +1,19 @@
-"""Nearest neighbours over int8-quantised unit vectors.
+"""Nearest neighbours over int8-quantised unit vectors, stored by group (namespace).
 
 Rows are stored as int8 (``round(127·v)`` of an L2-normalised vector: a quarter of float32's
-RAM, and cosine within ~1 % of it). Search is exact (SIMD int8 inner products through usearch's
-brute-force kernel) while the index is small, and through an HNSW graph once it holds more than
-``exact_max_rows`` rows. A filter narrows the rows that may be returned: when it allows few rows
-those rows are searched exactly; otherwise the search over-fetches and drops what it forbids.
+RAM, and cosine within ~1 % of it), contiguously per group: a search narrowed to a few groups
+scans just their codes, exactly, without gathering rows from all over memory (at a million rows a
+namespace of 25,000 is scanned in ~2 ms; gathering it first cost 3–6 ms more, and the global
+graph, asked for enough neighbours to find 200 inside it, 16 ms). Search is exact (SIMD int8
+inner products through usearch's brute-force kernel) while the index is small, and through an
+HNSW graph once it holds more than ``exact_max_rows`` rows. Any other filter narrows the rows
+that may be returned: few allowed rows are searched exactly; otherwise the search over-fetches
+and drops what the filter forbids.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -26,15 +32,46 @@ def quantise(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.int8]:
     return codes
 
 
+class _Group:
+    """One group's codes, contiguous, and the row each slot holds."""
+
+    __slots__ = ("codes", "rows", "size")
+
+    def __init__(self, dim: int) -> None:
+        self.codes = np.zeros((0, dim), dtype=np.int8)
+        self.rows = np.zeros(0, dtype=np.int64)
+        self.size = 0
+
+    def append(self, rows: npt.NDArray[np.int64], codes: npt.NDArray[np.int8]) -> npt.NDArray[np.int64]:
+        """Store new rows' codes at the end; their slots."""
+        needed = self.size + len(rows)
+        if needed > len(self.rows):
+            # Grow by a quarter, not double: codes are most of the index's RAM.
+            capacity = max(needed, len(self.rows) + len(self.rows) // 4, 256)
+            grown_codes = np.zeros((capacity, self.codes.shape[1]), dtype=np.int8)
+            grown_codes[: self.size] = self.codes[: self.size]
+            grown_rows = np.zeros(capacity, dtype=np.int64)
+            grown_rows[: self.size] = self.rows[: self.size]
+            self.codes, self.rows = grown_codes, grown_rows
+        slots = np.arange(self.size, needed, dtype=np.int64)
+        self.codes[slots] = codes
+        self.rows[slots] = rows
+        self.size = needed
+        return slots
+
+
 class VectorIndex:
     def __init__(self, dim: int, *, exact_max_rows: int = EXACT_MAX_ROWS) -> None:
         self.dim = dim
-        self._codes = np.zeros((0, dim), dtype=np.int8)
-        self._size = 0
+        self._groups: list[_Group] = []
+        self._group_ids: dict[str, int] = {}
+        # Per row: its group and slot there (-1: no vector), and whether it has a vector.
+        self._group_of = np.zeros(0, dtype=np.int32)
+        self._slot_of = np.zeros(0, dtype=np.int64)
         self._present = np.zeros(0, dtype=bool)
+        self._size = 0
         self._exact_max_rows = exact_max_rows
         self._graph: Index | None = None
-        self._graph_rows = 0
 
     @property
     def size(self) -> int:
@@ -46,36 +83,74 @@ class VectorIndex:
         out[inside] = self._present[rows[inside]]
         return out
 
-    def put(self, rows: npt.NDArray[np.int64], vectors: npt.NDArray[np.float32]) -> None:
-        """Set the vectors of ``rows`` (rows beyond the current size grow the index)."""
+    def put(
+        self, rows: npt.NDArray[np.int64], vectors: npt.NDArray[np.float32], groups: Sequence[str]
+    ) -> None:
+        """Set the vectors of ``rows``, each in its group (a row keeps the group it first had)."""
         if not len(rows):
             return
         if vectors.shape[1] != self.dim:
             raise ValueError(f"vectors have {vectors.shape[1]} dimensions, the index {self.dim}")
-        needed = int(rows.max()) + 1
-        if needed > len(self._codes):
-            capacity = max(needed, 2 * len(self._codes), 1024)
-            codes = np.zeros((capacity, self.dim), dtype=np.int8)
-            codes[: self._size] = self._codes[: self._size]
-            present = np.zeros(capacity, dtype=bool)
-            present[: self._size] = self._present[: self._size]
-            self._codes, self._present = codes, present
-        self._size = max(self._size, needed)
+        if len(groups) != len(rows):
+            raise ValueError(f"{len(rows)} rows but {len(groups)} groups")
+        self._grow(int(rows.max()) + 1)
         rows, first = np.unique(rows, return_index=True)  # a row given twice: its first vector
+        codes = quantise(vectors[first])
         was_present = self._present[rows].copy()
-        self._codes[rows] = quantise(vectors[first])
+        for i in np.flatnonzero(was_present).tolist():  # a changed vector: replaced in place
+            row = int(rows[i])
+            self._groups[self._group_of[row]].codes[self._slot_of[row]] = codes[i]
+        new = np.flatnonzero(~was_present)
+        by_group: dict[int, list[int]] = {}
+        for i in new.tolist():
+            by_group.setdefault(self._group_id(groups[int(first[i])]), []).append(i)
+        for group_id, positions in by_group.items():
+            chosen = rows[positions]
+            self._slot_of[chosen] = self._groups[group_id].append(chosen, codes[positions])
+            self._group_of[chosen] = group_id
         self._present[rows] = True
         if self._graph is not None:
             if was_present.any():  # a changed vector: the graph node is replaced
                 self._graph.remove(rows[was_present].astype(np.uint64))
-            self._graph.add(rows.astype(np.uint64), self._codes[rows].astype(np.float32) / _SCALE)
+            self._graph.add(rows.astype(np.uint64), codes.astype(np.float32) / _SCALE)
         elif self._size > self._exact_max_rows:
             self._build_graph()
 
+    def _group_id(self, group: str) -> int:
+        group_id = self._group_ids.get(group)
+        if group_id is None:
+            group_id = self._group_ids[group] = len(self._groups)
+            self._groups.append(_Group(self.dim))
+        return group_id
+
+    def _grow(self, needed: int) -> None:
+        if needed > len(self._present):
+            capacity = max(needed, 2 * len(self._present), 1024)
+            present = np.zeros(capacity, dtype=bool)
+            present[: self._size] = self._present[: self._size]
+            group_of = np.full(capacity, -1, dtype=np.int32)
+            group_of[: self._size] = self._group_of[: self._size]
+            slot_of = np.full(capacity, -1, dtype=np.int64)
+            slot_of[: self._size] = self._slot_of[: self._size]
+            self._present, self._group_of, self._slot_of = present, group_of, slot_of
+        self._size = max(self._size, needed)
+
+    def _codes_of(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int8]:
+        """The codes of ``rows`` (which must hold vectors), in their order."""
+        out = np.empty((len(rows), self.dim), dtype=np.int8)
+        group_of = self._group_of[rows]
+        for group_id in np.unique(group_of).tolist():
+            at = group_of == group_id
+            out[at] = self._groups[group_id].codes[self._slot_of[rows[at]]]
+        return out
+
     def _build_graph(self) -> None:
         graph = Index(ndim=self.dim, metric=MetricKind.Cos, dtype=ScalarKind.I8, connectivity=16)
-        rows = np.flatnonzero(self._present[: self._size]).astype(np.uint64)
-        graph.add(rows, self._codes[rows.astype(np.int64)].astype(np.float32) / _SCALE)
+        for group in self._groups:
+            graph.add(
+                group.rows[: group.size].astype(np.uint64),
+                group.codes[: group.size].astype(np.float32) / _SCALE,
+            )
         self._graph = graph
 
     def search(
@@ -83,19 +158,31 @@ class VectorIndex:
         query: npt.NDArray[np.float32],
         count: int,
         allowed: npt.NDArray[np.bool_] | None = None,
+        groups: Sequence[str] | None = None,
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-        """Up to ``count`` rows nearest to ``query`` (cosine, best first) among ``allowed`` rows."""
+        """Up to ``count`` rows nearest to ``query`` (cosine, best first) among ``allowed`` rows.
+
+        ``groups``, when given, must hold every allowed row's group: the search may then scan
+        just those groups.
+        """
         if self._size == 0 or count <= 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        code = quantise(query.reshape(1, -1))[0]
+        if groups is not None:
+            chosen = [self._groups[self._group_ids[g]] for g in dict.fromkeys(groups) if g in self._group_ids]
+            if sum(g.size for g in chosen) <= self._exact_max_rows:
+                return self._scan(code, count, chosen, allowed)
+        if self._graph is None:
+            return self._scan(code, count, self._groups, allowed)
         usable = self._present[: self._size]
         if allowed is not None:
             usable = usable & allowed[: self._size]
         n_usable = int(usable.sum())
         if n_usable == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        code = quantise(query.reshape(1, -1))[0]
-        if self._graph is None or n_usable <= _SUBSET_EXACT_MAX_ROWS:
-            return self._exact(code, count, np.flatnonzero(usable))
+        if n_usable <= _SUBSET_EXACT_MAX_ROWS:
+            rows = np.flatnonzero(usable)
+            return self._best(self._codes_of(rows), rows, code, count)
         wanted = min(n_usable, count)
         # Over-fetch by the share of rows the filter forbids (plus a margin), not by a constant:
         # an HNSW search for 800 neighbours costs several times one for 240.
@@ -112,18 +199,50 @@ class VectorIndex:
 
     def cosines(self, rows: npt.NDArray[np.int64], query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         """Cosine of ``query`` to each of ``rows`` (which must hold vectors), int8 on both sides."""
-        codes = self._codes[rows].astype(np.float32)
+        codes = self._codes_of(rows).astype(np.float32)
         code = quantise(query.reshape(1, -1))[0].astype(np.float32)
         norms = np.linalg.norm(codes, axis=1) * float(np.linalg.norm(code))
         cosines: npt.NDArray[np.float32] = (codes @ code / np.maximum(norms, 1e-12)).astype(np.float32)
         return cosines
 
-    def _exact(
-        self, code: npt.NDArray[np.int8], count: int, rows: npt.NDArray[np.int64]
+    def _scan(
+        self,
+        code: npt.NDArray[np.int8],
+        count: int,
+        groups: Sequence[_Group],
+        allowed: npt.NDArray[np.bool_] | None,
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-        subset = self._codes[: self._size] if len(rows) == self._size else self._codes[rows]
+        """Exact search of whole groups, in place, keeping only allowed rows (``allowed`` covers
+        every row of the index)."""
+        found_rows: list[npt.NDArray[np.int64]] = []
+        found_cosines: list[npt.NDArray[np.float32]] = []
+        for group in groups:
+            codes, rows = group.codes[: group.size], group.rows[: group.size]
+            forbidden = 0
+            if allowed is not None:
+                keep = allowed[rows]
+                forbidden = len(keep) - int(keep.sum())
+                if forbidden > len(keep) // 2:  # mostly forbidden: gather what is allowed
+                    codes, rows, forbidden = codes[keep], rows[keep], 0
+            if not len(rows):
+                continue
+            # Mostly allowed: search it all, asking for enough to drop what is forbidden.
+            found, cosines = self._best(codes, rows, code, count + forbidden)
+            if forbidden:
+                ok = allowed[found]  # type: ignore[index]
+                found, cosines = found[ok][:count], cosines[ok][:count]
+            found_rows.append(found)
+            found_cosines.append(cosines)
+        if not found_rows:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        rows, cosines = np.concatenate(found_rows), np.concatenate(found_cosines)
+        order = np.argsort(-cosines, kind="stable")[:count]
+        return rows[order], cosines[order]
+
+    @staticmethod
+    def _best(
+        codes: npt.NDArray[np.int8], rows: npt.NDArray[np.int64], code: npt.NDArray[np.int8], count: int
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         count = min(count, len(rows))
-        found = search(subset, code, count, MetricKind.Cos, exact=True)
-        positions = found.keys.astype(np.int64)
-        cosines = (1.0 - found.distances).astype(np.float32)
-        return rows[positions], cosines
+        found = search(codes, code, count, MetricKind.Cos, exact=True)
+        return rows[found.keys.astype(np.int64)], (1.0 - found.distances).astype(np.float32)

@@ -323,6 +323,19 @@ class ClickHouseStore:
             ).result_rows
         return {(owner, int(part)): created for owner, part, created in rows}
 
+    def embedding_keys_page(self, model: str, after: tuple[str, int], limit: int) -> list[tuple[str, int]]:
+        """(owner, part) keys after ``after`` that have a vector of ``model``, in key order."""
+        sql = (
+            "SELECT DISTINCT owner, part FROM embeddings WHERE model = {model:String} "
+            "AND (owner, part) > ({owner:String}, {part:UInt16}) ORDER BY owner, part "
+            f"LIMIT {limit:d}"
+        )
+        with self._translated("reading embedding keys"):
+            rows = self._client.query(
+                sql, parameters={"model": model, "owner": after[0], "part": after[1]}
+            ).result_rows
+        return [(owner, int(part)) for owner, part in rows]
+
     def embeddings_page(
         self, model: str, after: tuple[str, int], limit: int
     ) -> tuple[list[tuple[str, int]], npt.NDArray[np.float32]]:
