@@ -76,7 +76,7 @@ def test_vector_search_is_exact_when_small_and_respects_the_filter_with_a_graph(
     unit = codes / np.linalg.norm(codes, axis=1, keepdims=True)
     for exact_max_rows in (10_000, 500):  # exact search; then an HNSW graph
         index = VectorIndex(32, exact_max_rows=exact_max_rows)
-        index.put(np.arange(3_000), vectors, [f"g{i % 4}" for i in range(3_000)])
+        index.put(np.arange(3_000), vectors, [f"g{i % 8}" for i in range(3_000)])  # 8: merged to scan
         query = vectors[42] + 0.05 * rng.standard_normal(32).astype(np.float32)
         rows, cosines = index.search(query, 10)
         q = quantise(query.reshape(1, -1))[0].astype(np.float32)
@@ -92,6 +92,8 @@ def test_vector_search_is_exact_when_small_and_respects_the_filter_with_a_graph(
         allowed[[7, 8, 9]] = True  # few rows: searched exactly
         rows, _ = index.search(query, 10, allowed)
         assert sorted(rows.tolist()) == [7, 8, 9]
+        index.put(np.asarray([3_000]), query.reshape(1, -1), ["g9"])  # a put after a search
+        assert index.search(query, 1)[0].tolist() == [3_000]
 
 
 def test_vector_search_narrowed_to_groups_scans_them_exactly() -> None:
