@@ -213,8 +213,7 @@ class MemoryService:
             async for keys, matrix in self._embedding_pages(embedder.model_id):
                 await anyio.to_thread.run_sync(engine.load_vectors, keys, matrix)
         # The index's objects live as long as the daemon: keep the cyclic collector from walking
-        # them again and again (at a million memories a full collection paused recall for tens
-        # of milliseconds).
+        # them again at every full collection (a pause proportional to the index's size).
         gc.collect()
         gc.freeze()
         self._index_ready.set()

@@ -36,8 +36,8 @@ class LexicalIndex:
         self._size = 0
         self._total_length = 0.0
         self._df = np.zeros(0, dtype=np.int64)
-        # Per common term, its POOL_PER_TERM highest-impact base postings (rows, tfs).
-        self._heads: dict[int, tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]] = {}
+        # Per common term, the rows of its POOL_PER_TERM highest-impact base postings.
+        self._heads: dict[int, npt.NDArray[np.int32]] = {}
         # Per common term, the highest-impact rows of its recent postings (dropped on change).
         self._recent_heads: dict[int, npt.NDArray[np.int32]] = {}
         # Cells of candidate rows, written and read back to drop repeats (see _distinct).
@@ -130,7 +130,7 @@ class LexicalIndex:
             tfs_term = self._tfs[lo:hi]
             impact = tfs_term / (tfs_term + K1 * (1 - B + B * self._lengths[self._rows[lo:hi]] / average))
             head = lo + np.argsort(-impact, kind="stable")[:POOL_PER_TERM]
-            self._heads[term_id] = (self._rows[head], self._tfs[head])
+            self._heads[term_id] = self._rows[head]
 
     def _merge_recent(self) -> None:
         starts, ends = self._indptr[:-1], self._indptr[1:]
@@ -229,7 +229,7 @@ class LexicalIndex:
             head = self._heads.get(term_id)
             for k, (rows, tfs) in enumerate(self._segments(term_id)):
                 if k == 0 and head is not None:
-                    pools.append(head[0])  # the base segment's head
+                    pools.append(head)  # the base segment's head
                 elif len(rows) > POOL_PER_TERM:
                     pools.append(self._recent_head(term_id, rows, tfs))
                 else:
