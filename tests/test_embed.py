@@ -70,6 +70,34 @@ def test_a_fresh_install_uses_the_fallback_and_none_turns_vectors_off(tmp_path: 
         )
 
 
+def test_embedding_dims_cut_only_models_trained_for_it(tmp_path: Path) -> None:
+    home = {"MNEMO_HOME": str(tmp_path), "MNEMO_EMBEDDING_DIMS": "256"}
+    embedder = load_embedder(load_settings(home))  # auto picks the fallback: kept whole
+    assert embedder is not None and embedder.model_id == FALLBACK_ID and embedder.dim == 512
+    with pytest.raises(ConfigError, match=r"embedding_dims = 256 does not fit use-multilingual-v3"):
+        load_embedder(load_settings({**home, "MNEMO_EMBEDDER": FALLBACK_ID}))
+
+
+@pytest.mark.skipif(not os.environ.get("MNEMO_TEST_MODELS_DIR"), reason="set MNEMO_TEST_MODELS_DIR")
+def test_embeddinggemma_cut_to_256_dimensions_is_its_renormalised_prefix(tmp_path: Path) -> None:
+    env = {
+        "MNEMO_HOME": str(tmp_path),
+        "MNEMO_MODELS_DIR": os.environ["MNEMO_TEST_MODELS_DIR"],
+        "MNEMO_EMBEDDER": "embeddinggemma-300m-int8",
+    }
+    whole = load_embedder(load_settings(env))
+    cut = load_embedder(load_settings({**env, "MNEMO_EMBEDDING_DIMS": "256"}))
+    assert whole is not None and cut is not None
+    assert (cut.model_id, cut.dim) == ("embeddinggemma-300m-int8-d256", 256)  # never mixed with 768
+    texts = ["Deploys moved to Thursday because QA needs Wednesday.", "¿Qué día desplegamos?"]
+    prefix = whole.embed_documents(texts)[:, :256]
+    np.testing.assert_allclose(
+        cut.embed_documents(texts), prefix / np.linalg.norm(prefix, axis=1, keepdims=True), atol=1e-5
+    )
+    with pytest.raises(ConfigError, match="trained to be cut to: 512, 256, 128"):
+        load_embedder(load_settings({**env, "MNEMO_EMBEDDING_DIMS": "300"}))
+
+
 def _model_dir(path: Path, *, model_id: str = "tiny-test-model") -> Path:
     path.mkdir(parents=True)
     files = {"model.onnx": b"not really a graph", "tokenizer.json": b"{}"}

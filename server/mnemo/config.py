@@ -79,6 +79,14 @@ class Settings(BaseModel):
         max_length=200,
         description="Prefix EmbeddingGemma puts before a question (the recipe's measured best).",
     )
+    embedding_dims: int = Field(
+        default=0,
+        ge=0,
+        description=(
+            "Keep this many leading dimensions of a Matryoshka-trained model's vectors "
+            "(EmbeddingGemma: 512, 256 or 128; 0 keeps all)."
+        ),
+    )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", description="Level of the daemon's and the MCP server's logs."
     )

@@ -26,6 +26,8 @@ from mnemo.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 _FAMILY_RANK = {"embeddinggemma": 0}
+# Sizes a family's vectors are trained to be cut to (Matryoshka), for the embedding_dims setting.
+MATRYOSHKA_DIMS: dict[str, tuple[int, ...]] = {"embeddinggemma": (512, 256, 128)}
 # Models whose files are known byte for byte: a manifest claiming one of these ids must list
 # exactly these hashes. tools/build_embeddinggemma.py rebuilds model.onnx byte-identically with
 # the versions pinned in pyproject's build-model extra.
@@ -100,11 +102,24 @@ def load_embedder(settings: Settings) -> Embedder | None:
 
 
 def _load(info: ModelInfo, settings: Settings) -> Embedder:
+    dims = settings.embedding_dims
+    if dims and dims != info.dim and dims not in MATRYOSHKA_DIMS.get(info.family, ()):
+        allowed = ", ".join(map(str, MATRYOSHKA_DIMS.get(info.family, ()))) or "none"
+        problem = (
+            f"embedding_dims = {dims} does not fit {info.id} (dimensions it is trained to be cut "
+            f"to: {allowed})"
+        )
+        if settings.embedder != "auto":
+            raise ConfigError(f"{problem}; set embedding_dims = 0 to keep all {info.dim}")
+        logger.warning("%s: using all %d dimensions", problem, info.dim)  # the best installed
+        dims = 0
     if info.id == FALLBACK_ID:
         return FallbackEmbedder()
     prefix = settings.gemma_query_prefix if info.family == "embeddinggemma" else None
     directory = Path(info.location)
-    return OnnxEmbedder(directory, expected_files(read_manifest(directory)), query_prefix=prefix)
+    return OnnxEmbedder(
+        directory, expected_files(read_manifest(directory)), query_prefix=prefix, dims=dims or None
+    )
 
 
 def verify_model(info: ModelInfo) -> None:

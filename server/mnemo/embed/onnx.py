@@ -69,12 +69,18 @@ class OnnxEmbedder:
         *,
         query_prefix: str | None = None,
         threads: int = 0,
+        dims: int | None = None,
     ) -> None:
-        """Load after checking every file against ``expected_files`` (name → sha256)."""
+        """Load after checking every file against ``expected_files`` (name → sha256).
+
+        ``dims`` keeps that many leading dimensions (Matryoshka models); the model id says so.
+        """
         manifest = read_manifest(directory)
         verify_files(directory, expected_files)
-        self.model_id = manifest.id
-        self.dim = manifest.dim
+        if dims is not None and not 0 < dims <= manifest.dim:
+            raise ConfigError(f"{manifest.id} has {manifest.dim} dimensions; cannot keep {dims}")
+        self.dim = dims or manifest.dim
+        self.model_id = manifest.id if self.dim == manifest.dim else f"{manifest.id}-d{self.dim}"
         self.related_cosine = manifest.related_cosine
         self.vector_weight = manifest.vector_weight
         self.context_weight = manifest.context_weight
