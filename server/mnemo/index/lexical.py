@@ -143,15 +143,6 @@ class LexicalIndex:
             np.concatenate([self._tfs, np.asarray([tf for _, tf in extra], dtype=np.float32)]),
         )
 
-    def postings(self, term: str) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
-        """A term's postings (rows ascending, term frequencies), base and recent together."""
-        segments = self._segments(self._vocabulary.get(term))
-        if len(segments) == 1:
-            return segments[0]
-        if not segments:
-            return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
-        return np.concatenate([r for r, _ in segments]), np.concatenate([t for _, t in segments])
-
     def _segments(self, term_id: int | None) -> list[tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]]:
         """A term's postings per segment, without copying the base's (rows ascending overall)."""
         if term_id is None:
