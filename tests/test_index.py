@@ -126,6 +126,8 @@ def test_vector_search_narrowed_to_groups_scans_them_exactly() -> None:
     assert index.search(query, 5, None, ["nowhere"])[0].tolist() == []
     rows, _ = index.search(query, 5, None, ["workspace:2"])
     np.testing.assert_allclose(index.cosines(rows, query), similarity[rows], atol=1e-5)
+    mixed = rng.permutation(4_000)[:300]  # rows of every group, in no order: codes come back in order
+    np.testing.assert_allclose(index.cosines(mixed, query), similarity[mixed], atol=1e-5)
 
 
 def test_entities_match_names_and_aliases_on_word_boundaries_longest_first() -> None:

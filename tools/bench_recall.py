@@ -132,7 +132,10 @@ def generate(n: int, seed: int = 1) -> tuple[list[Memory], list[int], list[str]]
                 version=1,
                 type=kind,
                 status=MemoryStatus.CLOSED if i % 10 == 9 else MemoryStatus.ACTIVE,
-                namespace=f"workspace:repo-{i % 40}" if i % 5 else f"person:{values['p'].lower()}",
+                # One in five is personal; the rest are dealt round the 40 workspaces in turn.
+                namespace=f"workspace:repo-{(i - i // 5 - 1) % 40}"
+                if i % 5
+                else f"person:{values['p'].lower()}",
                 content=content,
                 what=content,
                 who=values["p"],

@@ -94,6 +94,11 @@ class OnnxEmbedder:
         options.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
+        # The pool's threads spin between operators within a run (fast), but stop when the run
+        # returns: left spinning, they took a core from the ranking that follows a question's
+        # embedding and from the event loop. Measured once, EmbeddingGemma at 100k memories on 2
+        # cores: embedding p95 18.9 ms instead of 22.2, the ranking after it 3.7 instead of 5.3.
+        options.add_session_config_entry("session.force_spinning_stop", "1")
         self._session = onnxruntime.InferenceSession(
             str(directory / manifest.onnx_file), options, providers=["CPUExecutionProvider"]
         )

@@ -153,9 +153,14 @@ class VectorIndex:
         """The codes of ``rows`` (which must hold vectors), in their order."""
         out = np.empty((len(rows), self.dim), dtype=np.int8)
         group_of = self._group_of[rows]
-        for group_id in np.unique(group_of).tolist():
-            at = group_of == group_id
-            out[at] = self._groups[group_id].codes[self._slot_of[rows[at]]]
+        # Rows sorted by group and cut into runs: one gather per group, not one mask per group.
+        order = np.argsort(group_of, kind="stable")
+        sorted_groups = group_of[order]
+        starts = np.flatnonzero(np.diff(sorted_groups, prepend=-2))
+        slots = self._slot_of[rows[order]]
+        for start, end in zip(starts.tolist(), [*starts[1:].tolist(), len(rows)], strict=True):
+            at = order[start:end]
+            out[at] = self._groups[int(sorted_groups[start])].codes[slots[start:end]]
         return out
 
     def _build_graph(self) -> None:
