@@ -1,4 +1,5 @@
-"""Shared fixtures: an isolated MNEMO_HOME per test, with its daemon stopped afterwards."""
+"""Shared fixtures: an isolated MNEMO_HOME per test (its daemon stopped afterwards), a store in a
+temporary directory, and a scripted OpenAI-compatible model server."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import pytest
 
 from mnemo.config import Settings, load_settings
 from mnemo.daemon.launcher import stop_daemon
+from mnemo.store import ClickHouseStore, open_store
+from tests.llm_server import LLMServer, running_llm_server
 
 BIN = Path(sys.executable).parent
 
@@ -77,3 +80,19 @@ def home() -> Iterator[Home]:
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[ClickHouseStore]:
+    """A migrated embedded store of this test's own."""
+    opened = open_store(f"chdb://{tmp_path / 'store'}")
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+@pytest.fixture
+def llm_server() -> Iterator[LLMServer]:
+    with running_llm_server() as server:
+        yield server

@@ -30,6 +30,28 @@ def test_status_shows_version_store_daemon_and_counts(home: Home) -> None:
     assert f"store      chdb://{home.path}/store" in status
     assert "daemon     pid " in status and "up " in status
     assert "episodes   1" in status and "memories   active 1" in status
+    assert "model      none (set llm_url and llm_model to distil conversations)" in status
+
+
+def test_status_shows_the_model_and_todays_spend_against_the_cap_never_the_key(home: Home) -> None:
+    configured = home.with_env(
+        MNEMO_LLM_URL="http://me:pw@127.0.0.1:9/v1",
+        MNEMO_LLM_MODEL="qwen-1.5b",
+        MNEMO_LLM_API_KEY="sk-secret-value",
+        MNEMO_LLM_DAILY_TOKEN_CAP="50000",
+    )
+    status = configured.mnemo("status").stdout
+    assert "model      qwen-1.5b at http://me:***@127.0.0.1:9/v1; today 0 of 50,000 tokens" in status
+    as_json = json.loads(configured.mnemo("status", "--json").stdout)["language_model"]
+    assert as_json == {
+        "endpoint": "http://me:***@127.0.0.1:9/v1",
+        "model": "qwen-1.5b",
+        "tokens_today": 0,
+        "daily_cap": 50000,
+        "resumes_at": None,
+        "by_model": [],
+    }
+    assert "sk-secret-value" not in status + json.dumps(as_json) and "pw@" not in status
 
 
 def test_bad_input_exits_non_zero_with_the_problem_named(home: Home) -> None:

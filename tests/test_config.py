@@ -84,9 +84,26 @@ def test_too_long_home_for_a_unix_socket_is_a_clear_error(tmp_path: Path) -> Non
 
 
 def test_settings_round_trip_through_the_environment_given_to_the_daemon(tmp_path: Path) -> None:
-    settings = load_settings(_env(tmp_path, MNEMO_DAEMON_IDLE_S="7", MNEMO_PERSON="cho"))
+    settings = load_settings(
+        _env(
+            tmp_path,
+            MNEMO_DAEMON_IDLE_S="7",
+            MNEMO_PERSON="cho",
+            MNEMO_LLM_API_KEY="sk-abc",
+            MNEMO_CALIBRATION='{"relation": {"temperature": 1.5, "bias": {"same": -0.25}}}',
+        )
+    )
     again = load_settings(settings.as_environment())
     assert again == settings
+    assert again.llm_api_key.get_secret_value() == "sk-abc"
+    assert again.calibration["relation"].bias == {"same": -0.25}
+
+
+def test_the_example_config_file_is_valid(tmp_path: Path) -> None:
+    example = Path(__file__).parents[1] / "configs" / "mnemo.toml"
+    (tmp_path / "config.toml").write_text(example.read_text())
+    settings = load_settings(_env(tmp_path))
+    assert settings.llm_daily_token_cap == 2_000_000 and settings.embedder == "auto"
 
 
 def test_every_setting_is_documented() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -17,15 +16,6 @@ from mnemo.store.migrations import MIGRATIONS
 from tests.helpers import store_held_by_another_process
 
 INTAKE = EpisodeIntake(max_chars=10_000, default_namespace="person:tester", redactor=NoRedaction())
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[ClickHouseStore]:
-    opened = open_store(f"chdb://{tmp_path / 'store'}")
-    try:
-        yield opened
-    finally:
-        opened.close()
 
 
 def _memory(memory_id: str, content: str, **changes: object) -> Memory:

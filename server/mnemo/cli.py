@@ -311,6 +311,19 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     _write(f"embedder   {status.embedder}")
     index = "ready" if status.index_ready else "building"
     _write(f"index      {index}, {status.embedding_backlog:,} waiting for vectors")
+    llm = status.language_model
+    if not llm.endpoint:
+        _write("model      none (set llm_url and llm_model to distil conversations)")
+    else:
+        cap = f" of {llm.daily_cap:,}" if llm.daily_cap else " (no cap)"
+        _write(f"model      {llm.model} at {llm.endpoint}; today {llm.tokens_today:,}{cap} tokens")
+        if llm.resumes_at is not None:
+            _write(f"           daily cap reached: model work resumes at {llm.resumes_at:%Y-%m-%d %H:%M} UTC")
+    for spend in llm.by_model:
+        _write(
+            f"           {spend.model}: {spend.calls:,} calls, {spend.prompt_tokens:,} prompt + "
+            f"{spend.completion_tokens:,} completion tokens today"
+        )
     return EXIT_OK
 
 

@@ -20,6 +20,7 @@ This is the only module that reads the environment. Every setting has a section 
 from __future__ import annotations
 
 import getpass
+import json
 import os
 import tomllib
 from collections.abc import Mapping
@@ -28,7 +29,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from mnemo.errors import ConfigError
 
@@ -36,6 +37,15 @@ ENV_PREFIX = "MNEMO_"
 HOME_ENV = "MNEMO_HOME"
 # Unix socket paths are limited to 108 bytes on Linux (104 on macOS) including the NUL.
 MAX_SOCKET_PATH_BYTES = 103
+
+
+class Calibration(BaseModel):
+    """How one closed question's option probabilities are corrected: p ∝ exp(log p / T + bias)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    temperature: float = Field(default=1.0, gt=0, le=100)
+    bias: dict[str, float] = Field(default_factory=dict)
 
 
 class Settings(BaseModel):
@@ -87,6 +97,52 @@ class Settings(BaseModel):
             "(EmbeddingGemma: 512, 256 or 128; 0 keeps all)."
         ),
     )
+    llm_url: str = Field(
+        default="",
+        max_length=2_000,
+        description=(
+            "OpenAI-compatible endpoint (base URL, e.g. http://localhost:11434/v1) for distilling "
+            "and judging; empty: none (episodes and explicit memories work without it)."
+        ),
+    )
+    llm_model: str = Field(default="", max_length=200, description="Model name sent to llm_url.")
+    llm_api_key: SecretStr = Field(
+        default=SecretStr(""),
+        description="Key for llm_url (best from the environment, MNEMO_LLM_API_KEY); never logged or shown.",
+    )
+    llm_timeout_s: float = Field(
+        default=120.0, gt=0, le=3_600, description="How long one model call may take before it is retried."
+    )
+    llm_max_retries: int = Field(
+        default=2,
+        ge=0,
+        le=10,
+        description="Retries of a model call that timed out, lost its connection, or got 408/429/5xx.",
+    )
+    llm_daily_token_cap: int = Field(
+        default=2_000_000,
+        ge=0,
+        description=(
+            "Tokens (prompt + completion, all models) the writer may spend per UTC day; past it, "
+            "work waits for the next day. 0: no cap."
+        ),
+    )
+    decision_fallback_confidence: float = Field(
+        default=0.7,
+        gt=0.5,
+        lt=1,
+        description=(
+            "For endpoints without log-probabilities: the probability given to the option the model "
+            "answered (the decision is marked uncalibrated)."
+        ),
+    )
+    calibration: dict[str, Calibration] = Field(
+        default_factory=dict,
+        description=(
+            "Per closed question, the temperature and per-option biases fitted by "
+            "tools/fit_calibration.py (a TOML table; in the environment, JSON)."
+        ),
+    )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", description="Level of the daemon's and the MCP server's logs."
     )
@@ -133,14 +189,24 @@ class Settings(BaseModel):
         """The DSN with any password removed, safe for logs and status output."""
         return redact_dsn(self.store)
 
+    def _as_text(self, key: str) -> str:
+        value = getattr(self, key)
+        if isinstance(value, SecretStr):
+            return value.get_secret_value()
+        if key in JSON_SETTINGS:
+            return json.dumps(self.model_dump(mode="json")[key])
+        return str(value)
+
     def as_environment(self) -> dict[str, str]:
         """Environment variables that make another process (the daemon) load these same settings."""
-        env = {ENV_PREFIX + key.upper(): str(getattr(self, key)) for key in SETTABLE}
+        env = {ENV_PREFIX + key.upper(): self._as_text(key) for key in SETTABLE}
         if self.home is not None:
             env[HOME_ENV] = str(self.home)
         return env
 
 
+# Settings that are tables in the file and JSON in the environment.
+JSON_SETTINGS = frozenset({"calibration"})
 SETTABLE = tuple(
     name for name in Settings.model_fields if name not in {"home", "config_file", "run_dir", "log_dir"}
 )
@@ -179,6 +245,11 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         if env_name in env:
             values[key] = env[env_name]
             sources[key] = f"environment variable {env_name}"
+            if key in JSON_SETTINGS:
+                try:
+                    values[key] = json.loads(env[env_name])
+                except ValueError as exc:
+                    raise ConfigError(f"{key} (from {sources[key]}): not valid JSON: {exc}") from None
 
     if not values.get("store"):
         values["store"] = f"chdb://{data_dir}"
@@ -194,7 +265,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         problems = []
         for error in exc.errors():
             key = str(error["loc"][0]) if error["loc"] else "?"
-            problems.append(f"{key} (from {sources.get(key, 'defaults')}): {error['msg']}")
+            path = ".".join(str(part) for part in error["loc"]) or "?"
+            problems.append(f"{path} (from {sources.get(key, 'defaults')}): {error['msg']}")
         raise ConfigError("invalid mnemo settings: " + "; ".join(problems)) from None
     _check_store_dsn(settings.store, sources.get("store", "defaults"))
     if len(os.fsencode(settings.socket_path)) > MAX_SOCKET_PATH_BYTES:

@@ -11,8 +11,10 @@ Everything mnemo raises on purpose derives from :class:`MnemoError`::
     ├── NotReadyError            the daemon is still building its index from the store    → HTTP 503
     ├── StoreError               the store cannot be opened or did not answer             → HTTP 503
     │   └── StoreLockedError     another process holds the embedded store's directory
-    └── DaemonError              the daemon could not be started or reached
-        └── DaemonUnavailableError  nothing answers on the socket
+    ├── DaemonError              the daemon could not be started or reached
+    │   └── DaemonUnavailableError  nothing answers on the socket
+    └── ModelError               the language model endpoint failed or answered unusably   → HTTP 502
+        └── TokenCapError        today's token cap is spent; work waits for the next day   → HTTP 429
 
 Each edge translates: the daemon's Starlette handlers map these to HTTP statuses with a JSON body
 ``{"error": {"type": ..., "message": ...}}``; the daemon client maps that body back to the same
@@ -93,6 +95,18 @@ class DaemonUnavailableError(DaemonError):
     """Nothing answers on the daemon's socket."""
 
 
+class ModelError(MnemoError):
+    """The configured language model endpoint failed, timed out, or answered unusably."""
+
+    http_status = 502
+
+
+class TokenCapError(ModelError):
+    """Today's token cap (llm_daily_token_cap) is spent; model work waits for the next UTC day."""
+
+    http_status = 429
+
+
 ERRORS_BY_NAME: dict[str, type[MnemoError]] = {
     cls.__name__: cls
     for cls in (
@@ -107,6 +121,8 @@ ERRORS_BY_NAME: dict[str, type[MnemoError]] = {
         StoreLockedError,
         DaemonError,
         DaemonUnavailableError,
+        ModelError,
+        TokenCapError,
     )
 }
 

@@ -23,6 +23,26 @@ class Health(BaseModel):
     store: str
 
 
+class ModelSpend(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    calls: int
+
+
+class ModelStatus(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    endpoint: str = Field(description="The configured endpoint, password removed ('' when none).")
+    model: str
+    tokens_today: int = Field(description="Tokens spent today (UTC), all models.")
+    daily_cap: int = Field(description="llm_daily_token_cap (0: none).")
+    resumes_at: datetime | None = Field(description="When model work resumes, if today's cap is spent.")
+    by_model: list[ModelSpend]
+
+
 class Status(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -38,6 +58,7 @@ class Status(BaseModel):
     embedder: str = Field(description="The embedding model recall uses ('none' when none is installed).")
     index_ready: bool = Field(description="Whether the in-RAM index has been built from the store.")
     embedding_backlog: int = Field(description="Memories and episode passages still waiting for a vector.")
+    language_model: ModelStatus
 
 
 class AppendRequest(BaseModel):

@@ -24,8 +24,9 @@ import numpy.typing as npt
 
 from mnemo import __version__
 from mnemo.clock import utc_now
-from mnemo.config import Settings
-from mnemo.daemon.api import Health, Status
+from mnemo.config import Settings, redact_dsn
+from mnemo.daemon.api import Health, ModelSpend, ModelStatus, Status
+from mnemo.distill.meter import TokenMeter
 from mnemo.embed import Embedder
 from mnemo.episodes import (
     AppendResult,
@@ -145,6 +146,7 @@ class MemoryService:
         self._settings = settings
         self._limiter = anyio.CapacityLimiter(1)
         self.engine = RecallEngine(embedder)
+        self.meter = TokenMeter(store, settings.llm_daily_token_cap)
         self._index_ready = anyio.Event()
         self._embedder_limiter = anyio.CapacityLimiter(1)
         self._backlog_added = anyio.Event()
@@ -165,6 +167,7 @@ class MemoryService:
 
     async def status(self) -> Status:
         counts = await self._call(self._store.counts)
+        spend = await self._call(self.meter.today)
         return Status(
             version=__version__,
             pid=os.getpid(),
@@ -178,6 +181,22 @@ class MemoryService:
             embedder=self.engine.embedder.model_id if self.engine.embedder else "none",
             index_ready=self._index_ready.is_set(),
             embedding_backlog=self.engine.backlog,
+            language_model=ModelStatus(
+                endpoint=redact_dsn(self._settings.llm_url),
+                model=self._settings.llm_model,
+                tokens_today=spend.tokens,
+                daily_cap=spend.cap,
+                resumes_at=spend.resumes_at,
+                by_model=[
+                    ModelSpend(
+                        model=u.model,
+                        prompt_tokens=u.prompt_tokens,
+                        completion_tokens=u.completion_tokens,
+                        calls=u.calls,
+                    )
+                    for u in spend.by_model
+                ],
+            ),
         )
 
     # -- the index -----------------------------------------------------------------------------

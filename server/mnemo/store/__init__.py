@@ -4,6 +4,6 @@
 clickhouse-connect. Only the daemon opens the store (chDB allows one process per directory).
 """
 
-from mnemo.store.clickhouse import ClickHouseStore, StoreCounts, open_store
+from mnemo.store.clickhouse import ClickHouseStore, ModelUsage, StoreCounts, open_store
 
-__all__ = ["ClickHouseStore", "StoreCounts", "open_store"]
+__all__ = ["ClickHouseStore", "ModelUsage", "StoreCounts", "open_store"]

@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 from clickhouse_connect.driver.exceptions import ClickHouseError
 
-from mnemo.clock import utc_now
+from mnemo.clock import as_stored, utc_now
 from mnemo.config import redact_dsn
 from mnemo.episodes import AppendResult, Episode
 from mnemo.errors import StoreError, StoreLockedError
@@ -57,6 +57,18 @@ class StoreCounts:
     episodes: int
     memories_by_status: dict[str, int]
     entities: int
+
+
+@dataclass(frozen=True, slots=True)
+class ModelUsage:
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    calls: int
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
 
 
 def open_store(dsn: str) -> ClickHouseStore:
@@ -398,6 +410,30 @@ class ClickHouseStore:
         """(key, name, aliases) of every known entity."""
         rows = self._current_rows("entities", ("id", "name", "aliases"), "1", {}, "id", 10_000_000)
         return [(row[0], row[1], list(row[2])) for row in rows]
+
+    # -- language model spend ------------------------------------------------------------------
+
+    def add_model_usage(
+        self, at: datetime, model: str, purpose: str, prompt_tokens: int, completion_tokens: int
+    ) -> None:
+        at = as_stored(at)
+        row = [at.date(), at, model, purpose, prompt_tokens, completion_tokens]
+        with self._translated("recording model usage"):
+            self._client.insert(
+                "model_usage",
+                [row],
+                column_names=["day", "at", "model", "purpose", "prompt_tokens", "completion_tokens"],
+            )
+
+    def model_usage(self, day: date) -> list[ModelUsage]:
+        """Tokens spent on ``day`` (UTC), per model."""
+        sql = (
+            "SELECT model, sum(prompt_tokens), sum(completion_tokens), count() FROM model_usage "
+            "WHERE day = {day:Date} GROUP BY model ORDER BY model"
+        )
+        with self._translated("reading model usage"):
+            rows = self._client.query(sql, parameters={"day": day}).result_rows
+        return [ModelUsage(str(m), int(p), int(c), int(n)) for m, p, c, n in rows]
 
     # -- status --------------------------------------------------------------------------------
 

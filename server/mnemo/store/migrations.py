@@ -122,4 +122,22 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        3,
+        "language model spend",
+        (
+            # One row per model call, summed on read (per UTC day, per model): appends from
+            # several processes need no coordination. purpose: what the call was for.
+            """
+            CREATE TABLE IF NOT EXISTS model_usage (
+                day Date,
+                at DateTime64(3, 'UTC'),
+                model LowCardinality(String),
+                purpose LowCardinality(String),
+                prompt_tokens UInt32,
+                completion_tokens UInt32
+            ) ENGINE = MergeTree ORDER BY (day, at)
+            """,
+        ),
+    ),
 )

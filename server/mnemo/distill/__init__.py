@@ -1,0 +1,8 @@
+"""The writer's model work: distilling episodes into memories and judging them (DESIGN §4–§5).
+
+- ``llm``     the one door to a language model: an OpenAI-compatible endpoint through the
+              ``openai`` client (the only module that imports it), metered and capped;
+- ``meter``   tokens spent per UTC day and per model, and the daily cap;
+- ``decide``  the decision model: closed questions answered with one option token, probabilities
+              from the option tokens' log-probabilities, normalised and calibrated.
+"""

@@ -1,0 +1,126 @@
+"""The one door to a language model: any OpenAI-compatible chat-completions endpoint.
+
+This is the only module that imports ``openai``. Every call is checked against the daily token
+cap first and metered after (:mod:`mnemo.distill.meter`); the client's own bounded retries cover
+timeouts, dropped connections and 408/409/429/5xx answers (``llm_max_retries``, exponential
+back-off); what still fails is a :class:`~mnemo.errors.ModelError` whose message names the
+endpoint (never the key) and what went wrong.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import openai
+
+from mnemo.config import Settings, redact_dsn
+from mnemo.distill.meter import TokenMeter
+from mnemo.errors import ConfigError, ModelError
+
+logger = logging.getLogger(__name__)
+# OpenAI's limit on alternatives per token; llama.cpp and vLLM accept as many.
+MAX_TOP_LOGPROBS = 20
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    text: str
+    # The first generated token's alternatives (token, log-probability), when asked for and the
+    # endpoint gives them; None otherwise.
+    top_logprobs: list[tuple[str, float]] | None
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class LLM:
+    """A configured endpoint and model. Thread-safe (the ``openai`` client is)."""
+
+    def __init__(self, settings: Settings, meter: TokenMeter) -> None:
+        if not settings.llm_url:
+            raise ConfigError("no language model is configured (settings llm_url and llm_model)")
+        if not settings.llm_model:
+            raise ConfigError(f"llm_url is set to {redact_dsn(settings.llm_url)} but llm_model is empty")
+        self.model = settings.llm_model
+        self.endpoint = redact_dsn(settings.llm_url)
+        self._timeout_s = settings.llm_timeout_s
+        self._retries = settings.llm_max_retries
+        self._meter = meter
+        self._client = openai.OpenAI(
+            base_url=settings.llm_url,
+            # Local servers (Ollama, llama.cpp) take no key, but the client insists on one.
+            api_key=settings.llm_api_key.get_secret_value() or "none",
+            timeout=settings.llm_timeout_s,
+            max_retries=settings.llm_max_retries,
+        )
+
+    def close(self) -> None:
+        self._client.close()
+
+    def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        purpose: str,
+        max_tokens: int,
+        top_logprobs: int = 0,
+    ) -> Reply:
+        """One completion at temperature 0; ``top_logprobs`` > 0 asks for the first token's
+        alternatives. Raises TokenCapError when today's cap is spent, ModelError on failure."""
+        self._meter.check()
+        extra: dict[str, Any] = {}
+        if top_logprobs:
+            extra = {"logprobs": True, "top_logprobs": min(top_logprobs, MAX_TOP_LOGPROBS)}
+        try:
+            response = self._client.chat.completions.create(
+                model=self.model,
+                messages=[{"role": m.role, "content": m.content} for m in messages],  # type: ignore[misc]
+                max_tokens=max_tokens,
+                temperature=0,
+                **extra,
+            )
+        except openai.APITimeoutError:
+            raise ModelError(
+                f"the model at {self.endpoint} did not answer within {self._timeout_s:g} s "
+                f"(tried {self._retries + 1} times; setting llm_timeout_s)"
+            ) from None
+        except openai.APIConnectionError as exc:
+            reason = exc.__cause__ or exc
+            raise ModelError(
+                f"cannot reach the model at {self.endpoint} (tried {self._retries + 1} times): {reason}"
+            ) from None
+        except openai.APIStatusError as exc:
+            raise ModelError(
+                f"the model at {self.endpoint} answered HTTP {exc.status_code}: {_short(exc.message)}"
+            ) from None
+        except openai.OpenAIError as exc:
+            raise ModelError(f"calling the model at {self.endpoint} failed: {_short(str(exc))}") from None
+        if not response.choices:
+            raise ModelError(f"the model at {self.endpoint} answered with no choices")
+        choice = response.choices[0]
+        text = choice.message.content or ""
+        usage = response.usage
+        # An endpoint that reports no usage is metered by an estimate: 4 characters a token.
+        prompt_tokens = usage.prompt_tokens if usage else sum(len(m.content) for m in messages) // 4
+        completion_tokens = usage.completion_tokens if usage else len(text) // 4
+        self._meter.record(self.model, purpose, prompt_tokens, completion_tokens)
+        alternatives = None
+        if top_logprobs and choice.logprobs is not None and choice.logprobs.content:
+            first = choice.logprobs.content[0]
+            alternatives = [(t.token, t.logprob) for t in first.top_logprobs] or [
+                (first.token, first.logprob)
+            ]
+        return Reply(text, alternatives, prompt_tokens, completion_tokens)
+
+
+def _short(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "…"

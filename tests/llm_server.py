@@ -1,0 +1,176 @@
+"""An OpenAI-compatible chat-completions server with scripted answers, for the writer's tests.
+
+It speaks the wire format the real ``openai`` client expects (``POST /v1/chat/completions``,
+``usage``, ``logprobs.content[].top_logprobs``) over real HTTP on 127.0.0.1, from a thread of the
+test process, so the daemon (another process) reaches it as it would any endpoint.
+
+A test scripts it with rules, first match wins::
+
+    server.answer(contains="same memory", choices={"A": 0.8, "B": 0.2})   # a closed question
+    server.answer(contains="Extract", text='{"memories": []}')          # free text (JSON)
+    server.fail_next(2, status=500)                                     # the next two calls fail
+
+A request no rule matches gets a 400 naming the request, so a missing rule fails loudly. Every
+request body is kept in ``server.requests``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+
+@dataclass
+class Rule:
+    matches: Callable[[str], bool]
+    text: str | None = None
+    choices: dict[str, float] | None = None  # token → probability (the first is the one sampled)
+    times: int | None = None  # None: every time
+
+
+@dataclass
+class LLMServer:
+    rules: list[Rule] = field(default_factory=list)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    supports_logprobs: bool = True
+    delay_s: float = 0.0
+    _failures: list[int] = field(default_factory=list)
+    url: str = ""
+
+    def answer(
+        self,
+        *,
+        contains: str | Callable[[str], bool],
+        text: str | None = None,
+        choices: dict[str, float] | None = None,
+        times: int | None = None,
+    ) -> None:
+        """Reply to requests whose messages contain ``contains`` (or satisfy it, if callable)."""
+        if (text is None) == (choices is None):
+            raise ValueError("give exactly one of text or choices")
+        matches = contains if callable(contains) else (lambda prompt, needle=contains: needle in prompt)
+        self.rules.append(Rule(matches, text, choices, times))
+
+    def fail_next(self, count: int, status: int = 500) -> None:
+        self._failures.extend([status] * count)
+
+    def prompts(self) -> list[str]:
+        """Each request's messages joined, in arrival order."""
+        return [_prompt(body) for body in self.requests]
+
+    async def _chat(self, request: Request) -> Response:
+        body = await request.json()
+        self.requests.append(body)
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        if self._failures:
+            status = self._failures.pop(0)
+            return JSONResponse({"error": {"message": "scripted failure", "type": "server_error"}}, status)
+        prompt = _prompt(body)
+        for rule in self.rules:
+            if rule.matches(prompt):
+                if rule.times is not None:
+                    rule.times -= 1
+                    if rule.times == 0:
+                        self.rules.remove(rule)
+                return JSONResponse(self._completion(body, prompt, rule))
+        return JSONResponse(
+            {
+                "error": {
+                    "message": f"no scripted answer for: {prompt[:300]!r}",
+                    "type": "invalid_request_error",
+                }
+            },
+            400,
+        )
+
+    def _completion(self, body: dict[str, Any], prompt: str, rule: Rule) -> dict[str, Any]:
+        if rule.choices is not None:
+            token = next(iter(rule.choices))
+            content = token
+        else:
+            assert rule.text is not None
+            content = rule.text
+        max_tokens = body.get("max_completion_tokens") or body.get("max_tokens")
+        words = content.split(" ")
+        if max_tokens is not None and len(words) > max_tokens:
+            content = " ".join(words[:max_tokens])
+        choice: dict[str, Any] = {
+            "index": 0,
+            "message": {"role": "assistant", "content": content},
+            "finish_reason": "stop",
+            "logprobs": None,
+        }
+        if body.get("logprobs") and self.supports_logprobs and rule.choices is not None:
+            top = [
+                {"token": t, "logprob": math.log(p), "bytes": list(t.encode())}
+                for t, p in sorted(rule.choices.items(), key=lambda kv: -kv[1])
+            ][: int(body.get("top_logprobs") or 1)]
+            first = {
+                "token": content,
+                "logprob": math.log(rule.choices[content]),
+                "bytes": list(content.encode()),
+            }
+            choice["logprobs"] = {"content": [{**first, "top_logprobs": top}]}
+        prompt_tokens = max(1, len(prompt) // 4)
+        completion_tokens = max(1, len(content) // 4)
+        return {
+            "id": f"chatcmpl-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "scripted"),
+            "choices": [choice],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+
+
+def _prompt(body: dict[str, Any]) -> str:
+    return "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
+
+
+@contextmanager
+def running_llm_server() -> Iterator[LLMServer]:
+    """Serve a fresh scripted server on 127.0.0.1 (a free port) for the ``with`` block."""
+    server = LLMServer()
+    app = Starlette(routes=[Route("/v1/chat/completions", server._chat, methods=["POST"])])
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+    runner = uvicorn.Server(config)
+    thread = threading.Thread(target=runner.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not runner.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the scripted LLM server did not start")
+        time.sleep(0.01)
+    server.url = f"http://127.0.0.1:{port}/v1"
+    try:
+        yield server
+    finally:
+        runner.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+def json_reply(payload: object) -> str:
+    return json.dumps(payload, ensure_ascii=False)

@@ -1,0 +1,156 @@
+"""Fit the decision model's calibration from labelled decisions; print the settings table.
+
+Input: JSON lines, one labelled decision each, with the normalised option probabilities the
+model gave (``raw``, as the judge log records them) and the right answer::
+
+    {"question": "relation", "label": "updates",
+     "raw": {"same": 0.7, "updates": 0.2, "contradicts": 0.05, "unrelated": 0.05}}
+
+Per question it fits ``p ∝ exp(log p / T + bias[option])`` — a multinomial logistic regression
+on the log-probabilities with one slope (1/T) and one intercept per option, which is convex — by
+gradient descent on the mean negative log-likelihood (a small L2 penalty keeps the biases of
+options that are rarely the answer finite). It prints, before and after: NLL, accuracy and the
+expected calibration error (ECE, 10 bins of the top probability), then the TOML table to put in
+the config file (see docs/settings.md, ``calibration``).
+
+    python tools/fit_calibration.py labelled.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from mnemo.distill.decide import QUESTIONS
+
+FLOOR = 1e-9
+L2 = 1e-3
+STEPS = 3_000
+
+
+@dataclass(frozen=True)
+class Fit:
+    temperature: float
+    bias: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Scores:
+    nll: float
+    accuracy: float
+    ece: float
+
+
+def _softmax(z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    z = z - z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    out: npt.NDArray[np.float64] = e / e.sum(axis=1, keepdims=True)
+    return out
+
+
+def fit(log_p: npt.NDArray[np.float64], labels: npt.NDArray[np.int64], options: list[str]) -> Fit:
+    """Inverse temperature and biases minimising the mean NLL (+ L2 on the biases)."""
+    n, k = log_p.shape
+    onehot = np.zeros((n, k))
+    onehot[np.arange(n), labels] = 1.0
+    slope, bias = 1.0, np.zeros(k)
+
+    def loss(s: float, b: npt.NDArray[np.float64]) -> float:
+        q = _softmax(s * log_p + b)
+        return float(-np.log(q[np.arange(n), labels] + FLOOR).mean() + L2 * (b**2).sum())
+
+    current = loss(slope, bias)
+    step = 1.0
+    for _ in range(STEPS):
+        q = _softmax(slope * log_p + bias)
+        error = (q - onehot) / n
+        grad_s = float((error * log_p).sum())
+        grad_b = error.sum(axis=0) + 2 * L2 * bias
+        while step > 1e-8:  # backtracking: shrink the step until the loss goes down
+            s_new = max(0.01, slope - step * grad_s)
+            b_new = bias - step * grad_b
+            trial = loss(s_new, b_new)
+            if trial < current:
+                slope, bias, current = s_new, b_new, trial
+                step *= 1.5
+                break
+            step /= 2
+        else:
+            break
+    bias -= bias.mean()  # only differences between options matter
+    return Fit(1.0 / slope, {o: float(b) for o, b in zip(options, bias, strict=True)})
+
+
+def scores(p: npt.NDArray[np.float64], labels: npt.NDArray[np.int64]) -> Scores:
+    n = len(labels)
+    nll = float(-np.log(p[np.arange(n), labels] + FLOOR).mean())
+    top = p.argmax(axis=1)
+    confidence = p.max(axis=1)
+    correct = (top == labels).astype(float)
+    ece = 0.0
+    for low in np.linspace(0, 1, 10, endpoint=False):
+        in_bin = (confidence > low) & (confidence <= low + 0.1)
+        if in_bin.any():
+            ece += in_bin.mean() * abs(correct[in_bin].mean() - confidence[in_bin].mean())
+    return Scores(nll, float(correct.mean()), float(ece))
+
+
+def calibrated(log_p: npt.NDArray[np.float64], result: Fit, options: list[str]) -> npt.NDArray[np.float64]:
+    bias = np.array([result.bias[o] for o in options])
+    return _softmax(log_p / result.temperature + bias)
+
+
+def read(path: Path) -> dict[str, tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]]:
+    rows: dict[str, tuple[list[list[float]], list[int]]] = defaultdict(lambda: ([], []))
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+                question = QUESTIONS[item["question"]]
+                options = list(question.options)
+                raw = [float(item["raw"][o]) for o in options]
+                label = options.index(item["label"])
+            except (ValueError, KeyError, TypeError) as exc:
+                raise SystemExit(f"{path}:{number}: not a labelled decision ({exc!r})") from None
+            log_p, labels = rows[question.id]
+            log_p.append(list(np.log(np.maximum(raw, FLOOR))))
+            labels.append(label)
+    return {q: (np.array(lp), np.array(lb, dtype=np.int64)) for q, (lp, lb) in rows.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("labelled", type=Path, help="JSON lines of labelled decisions")
+    args = parser.parse_args()
+    data = read(args.labelled)
+    if not data:
+        raise SystemExit(f"{args.labelled}: no labelled decisions")
+    tables = []
+    for qid, (log_p, labels) in sorted(data.items()):
+        options = list(QUESTIONS[qid].options)
+        result = fit(log_p, labels, options)
+        before = scores(np.exp(log_p) / np.exp(log_p).sum(axis=1, keepdims=True), labels)
+        after = scores(calibrated(log_p, result, options), labels)
+        print(
+            f"{qid}: {len(labels)} decisions; NLL {before.nll:.3f} → {after.nll:.3f}; accuracy "
+            f"{before.accuracy:.3f} → {after.accuracy:.3f}; ECE {before.ece:.3f} → {after.ece:.3f}",
+            file=sys.stderr,
+        )
+        bias = ", ".join(f"{o} = {result.bias[o]:.3f}" for o in options)
+        tables.append(f"[calibration.{qid}]\ntemperature = {result.temperature:.3f}\nbias = {{ {bias} }}\n")
+    print("\n".join(tables), end="")
+
+
+if __name__ == "__main__":
+    main()
