@@ -212,11 +212,13 @@ def test_client_restarts_a_daemon_that_went_away_between_calls(home: Home) -> No
     async def run() -> str:
         async with DaemonClient(home.settings) as client:
             await client.ensure_started()
+            await client.status()  # leaves a kept-alive connection that the daemon will close
             pid = daemon_pid(home.settings)
             assert pid is not None
             os.kill(pid, signal.SIGTERM)
             while is_alive(pid):
                 await anyio.sleep(0.01)
+            # Not safe to repeat: it must not be written into the dead connection.
             memory = await client.remember(
                 RememberRequest(content="CI runs on two cores", type=MemoryType.FACT)
             )

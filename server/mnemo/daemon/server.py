@@ -115,6 +115,9 @@ def _serve_holding_lock(settings: Settings) -> int:
                 access_log=False,
                 lifespan="on",
                 timeout_graceful_shutdown=10,
+                # Clients keep their connection between requests (mnemo.daemon.wire); closing idle
+                # ones after uvicorn's 5 s would race a client's next request. They close at exit.
+                timeout_keep_alive=int(settings.daemon_idle_s) + 60,
             )
         )
         anyio.run(server.serve)

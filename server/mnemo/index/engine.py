@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -42,13 +42,29 @@ _CANDIDATES_PER_SOURCE = 200
 MIN_COSINE_SPREAD = 0.1
 _MAX_CACHED_MASKS = 32
 # From this many rows, the vector search (usearch releases the GIL) runs on a second thread while
-# BM25 finds its candidates: about 2 ms less per search at a million rows on 2 cores.
+# BM25 finds its candidates: about 2 ms less per search at a million rows on 2 cores. A question
+# still being embedded (a pending vector) always goes there: the thread embeds it, then searches.
 PARALLEL_MIN_ROWS = 200_000
+
+Vector = npt.NDArray[np.float32]
 
 
 @functools.cache
 def _vector_thread() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(1, thread_name_prefix="mnemo-vectors")  # threads start on first use
+
+
+def on_vector_thread(fn: Callable[[], Vector]) -> Future[Vector]:
+    """Run ``fn`` (a question's embedding) on the vector thread; searches queued after it see it done."""
+    return _vector_thread().submit(fn)
+
+
+def resolved(vector: Vector | Future[Vector] | None) -> Vector | None:
+    return None if vector is None else _ready(vector)
+
+
+def _ready(vector: Vector | Future[Vector]) -> Vector:
+    return vector.result() if isinstance(vector, Future) else vector
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +99,7 @@ class Weights:
 @dataclass(frozen=True, slots=True)
 class SearchQuery:
     terms: Sequence[str]
-    vector: npt.NDArray[np.float32] | None = None
+    vector: Vector | Future[Vector] | None = None  # a Future: still being embedded (on_vector_thread)
     entities: Sequence[str] = ()
     asked: Asked | None = None
     dates: DateRange | None = None
@@ -285,18 +301,17 @@ class SearchIndex:
 
         vectors = self._vectors if query.vector is not None else None
         nearest: Future[tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]] | None = None
-        if vectors is not None and query.vector is not None and vectors.size >= PARALLEL_MIN_ROWS:
-            # Safe: writers wait for self._lock, which this thread holds until the result is in.
-            nearest = _vector_thread().submit(
-                vectors.search, query.vector, _CANDIDATES_PER_SOURCE, mask, query.namespaces
-            )
+        if vectors is not None and query.vector is not None:
+            pending = query.vector
+            if isinstance(pending, Future) or vectors.size >= PARALLEL_MIN_ROWS:
+                # Safe: writers wait for self._lock, which this thread holds until the result is in.
+                # One worker, first in first out: a pending vector's embedding runs before this.
+                nearest = _vector_thread().submit(
+                    lambda: vectors.search(_ready(pending), _CANDIDATES_PER_SOURCE, mask, query.namespaces)
+                )
         candidates: list[npt.NDArray[np.int64]] = [
             self._lexical.candidates(query.terms, mask, _CANDIDATES_PER_SOURCE)
         ]
-        if nearest is not None:
-            candidates.append(nearest.result()[0])
-        elif vectors is not None and query.vector is not None:
-            candidates.append(vectors.search(query.vector, _CANDIDATES_PER_SOURCE, mask, query.namespaces)[0])
 
         entity_hits = BitMap()
         for entity in query.entities:
@@ -311,13 +326,20 @@ class SearchIndex:
                 else entity_hits
             )
             candidates.append(np.asarray(newest.to_array(), dtype=np.int64))
+        vector = None
+        if nearest is not None:
+            candidates.append(nearest.result()[0])
+            vector = resolved(query.vector)
+        elif vectors is not None and query.vector is not None:
+            vector = _ready(query.vector)
+            candidates.append(vectors.search(vector, _CANDIDATES_PER_SOURCE, mask, query.namespaces)[0])
 
         rows = _unique_rows(candidates)
         if not len(rows):
             return []
         if self._rows_at:
             rows = _unique_rows([rows, self._neighbours(rows, mask)])
-        return self._rank(rows, query, vectors)
+        return self._rank(rows, query, vectors, vector)
 
     def _adjacent(self, row: int) -> list[int]:
         """Rows of the turns just before and after this row's turn, in the same session."""
@@ -336,6 +358,7 @@ class SearchIndex:
         rows: npt.NDArray[np.int64],
         query: SearchQuery,
         vectors: VectorIndex | None,
+        asked_vector: Vector | None,
     ) -> list[Ranked]:
         weights = self.weights
         lexical = self._lexical.score_rows(query.terms, rows)
@@ -344,10 +367,10 @@ class SearchIndex:
             lexical /= best
         vector = np.zeros(len(rows), dtype=np.float32)
         cosine = np.zeros(len(rows), dtype=np.float32)
-        if vectors is not None and query.vector is not None:
+        if vectors is not None and asked_vector is not None:
             has = vectors.has(rows)
             if has.any():
-                cosines = vectors.cosines(rows[has], query.vector)
+                cosines = vectors.cosines(rows[has], asked_vector)
                 cosine[has] = cosines
                 # Min-max over the candidates, but over a cosine spread of at least MIN_SPREAD: with
                 # few candidates whose cosines are close, a plain min-max would turn a 0.01

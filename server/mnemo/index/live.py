@@ -14,6 +14,7 @@ import re
 import zlib
 from collections import deque
 from collections.abc import Container, Iterable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -22,7 +23,18 @@ import numpy.typing as npt
 
 from mnemo.embed import Embedder
 from mnemo.episodes import Episode
-from mnemo.index.engine import CLOSED, CURRENT, Document, Ranked, SearchIndex, SearchQuery, Weights
+from mnemo.index.engine import (
+    CLOSED,
+    CURRENT,
+    Document,
+    Ranked,
+    SearchIndex,
+    SearchQuery,
+    Vector,
+    Weights,
+    on_vector_thread,
+    resolved,
+)
 from mnemo.index.entities import EntityMatcher, entity_key
 from mnemo.index.query import Analysis, analyse
 from mnemo.memories import Memory
@@ -117,11 +129,19 @@ def split_key(key: str) -> tuple[str, int]:
 
 @dataclass(frozen=True, slots=True)
 class Question:
-    """A question as recall understands it: the rules' analysis, entities named, its vector."""
+    """A question as recall understands it: the rules' analysis, entities named, its vector.
+
+    ``embedding`` may still be in the making (a Future on the vector thread): a search takes it as
+    it is, finding BM25 and entity candidates while the question is embedded.
+    """
 
     analysis: Analysis
     entities: list[str]
-    vector: npt.NDArray[np.float32] | None
+    embedding: Vector | Future[Vector] | None
+
+    @property
+    def vector(self) -> Vector | None:
+        return resolved(self.embedding)
 
 
 # Words only (no embedding model): BM25 is all of relevance; a neighbour's counts 0.6
@@ -229,8 +249,11 @@ class RecallEngine:
 
     def understand(self, question: str, now: datetime) -> Question:
         """Analyse a question by rules, find the entities it names, and embed it."""
-        vector = None if self.embedder is None else self.embedder.embed_queries([question])[0]
-        return Question(analyse(question, now), self.matcher().find(question), vector)
+        embedder = self.embedder
+        embedding = (
+            None if embedder is None else on_vector_thread(lambda: embedder.embed_queries([question])[0])
+        )
+        return Question(analyse(question, now), self.matcher().find(question), embedding)
 
     def search_memories(
         self,
@@ -245,7 +268,7 @@ class RecallEngine:
         return self.memories.search(
             SearchQuery(
                 terms=analysis.terms,
-                vector=question.vector,
+                vector=question.embedding,
                 entities=question.entities,
                 asked=analysis.asked,
                 dates=analysis.dates,
@@ -268,7 +291,7 @@ class RecallEngine:
         return self.passages.search(
             SearchQuery(
                 terms=question.analysis.terms,
-                vector=question.vector,
+                vector=question.embedding,
                 entities=question.entities,
                 dates=question.analysis.dates,
                 namespaces=namespaces,
