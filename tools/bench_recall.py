@@ -17,7 +17,8 @@ hours on 2 cores, so vectors are made honestly but cheaply: each memory is one o
 instances plus a ticket number of its own; the 2,000 instances are embedded with the real model,
 and each memory gets its instance's vector plus small Gaussian noise (σ = 0.02 per dimension
 before re-normalising). Questions are real texts, embedded by the
-daemon at query time. Figures are medians over the runs; the machine is noisy, run it twice.
+daemon at query time. The machine is noisy: `--rounds N` repeats the end-to-end questions and
+prints each round's p50 / p95 and their medians.
 
     python tools/bench_recall.py --sizes 10000 100000 --embedder use-multilingual-v3
     python tools/bench_recall.py --sizes 1000000 --ranking-only
@@ -180,7 +181,7 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def bench(size: int, embedder_id: str, runs: int, ranking_only: bool) -> None:
+def bench(size: int, embedder_id: str, runs: int, rounds: int, ranking_only: bool) -> None:
     print(f"\n== {size:,} memories, embedder {embedder_id}", flush=True)
     settings_env = {**os.environ, "MNEMO_EMBEDDER": embedder_id}
     embedder = load_embedder(load_settings(settings_env))
@@ -257,16 +258,21 @@ def bench(size: int, embedder_id: str, runs: int, ranking_only: bool) -> None:
                 for question in QUESTIONS:  # warm-up
                     await client.recall(RecallRequest(query=question))
                 for label, narrowed in (("all namespaces", False), ("one workspace", True)):
-                    timings = []
-                    for i, question in enumerate(questions[:runs]):
-                        namespace = hook_namespaces(i)[0] if narrowed else None
-                        t = time.perf_counter()
-                        await client.recall(RecallRequest(query=question, limit=10, namespace=namespace))
-                        timings.append((time.perf_counter() - t) * 1000)
-                    p50, p95 = percentiles(timings)
+                    per_round = []
+                    for _ in range(rounds):
+                        timings = []
+                        for i, question in enumerate(questions[:runs]):
+                            namespace = hook_namespaces(i)[0] if narrowed else None
+                            t = time.perf_counter()
+                            await client.recall(RecallRequest(query=question, limit=10, namespace=namespace))
+                            timings.append((time.perf_counter() - t) * 1000)
+                        per_round.append(percentiles(timings))
+                    p50, p95 = (statistics.median(values) for values in zip(*per_round, strict=True))
+                    rounds_text = ", ".join(f"{a:.1f}/{b:.1f}" for a, b in per_round)
                     print(
                         f"end to end, {label} (daemon API, question embedded): "
                         f"p50 {p50:.2f} ms, p95 {p95:.2f} ms"
+                        + (f" (median of {rounds} rounds: {rounds_text})" if rounds > 1 else "")
                     )
 
         try:
@@ -282,11 +288,18 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--embedder", action="append", help="model id (repeatable); default: the auto choice")
     parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="end to end: repeat the questions this many times and print each round's p50/p95 and "
+        "their medians (this machine's noise moves a single round's p95 by several ms)",
+    )
     parser.add_argument("--ranking-only", action="store_true", help="skip the store and the daemon")
     args = parser.parse_args()
     for size in args.sizes:
         for embedder in args.embedder or ["auto"]:
-            bench(size, embedder, args.runs, args.ranking_only)
+            bench(size, embedder, args.runs, args.rounds, args.ranking_only)
     sys.stdout.flush()
 
 

@@ -4,5 +4,7 @@
               ``openai`` client (the only module that imports it), metered and capped;
 - ``meter``   tokens spent per UTC day and per model, and the daily cap;
 - ``decide``  the decision model: closed questions answered with one option token, probabilities
-              from the option tokens' log-probabilities, normalised and calibrated.
+              from the option tokens' log-probabilities, normalised and calibrated;
+- ``guard``   the deterministic rule that vetoes merging or closing two memories that differ in a
+              quantity, version, identifier or negation (no model involved).
 """
