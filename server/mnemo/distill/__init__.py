@@ -5,6 +5,8 @@
 - ``meter``   tokens spent per UTC day and per model, and the daily cap;
 - ``decide``  the decision model: closed questions answered with one option token, probabilities
               from the option tokens' log-probabilities, normalised and calibrated;
+- ``extract`` a stretch of a session → validated six-W memory proposals (the strict prompt,
+              pydantic, bounded retries, the rule that an unbacked decision is a fact);
 - ``guard``   the deterministic rule that vetoes merging or closing two memories that differ in a
               quantity, version, identifier or negation (no model involved).
 """
