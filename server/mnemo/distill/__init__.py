@@ -7,6 +7,8 @@
               from the option tokens' log-probabilities, normalised and calibrated;
 - ``extract`` a stretch of a session → validated six-W memory proposals (the strict prompt,
               pydantic, bounded retries, the rule that an unbacked decision is a fact);
-- ``guard``   the deterministic rule that vetoes merging or closing two memories that differ in a
-              quantity, version, identifier or negation (no model involved).
+- ``guard``   the deterministic rule that vetoes treating two memories as one when they differ in
+              a quantity, version, identifier or negation (no model involved);
+- ``judge``   what a new memory does to the current ones near it: merge, close, add, or stay in
+              the episodes — the decision model's answers, the 0.6 rule and the guard.
 """

@@ -1,0 +1,193 @@
+"""The judge: what a new memory means for the current memories near it (DESIGN §5).
+
+For each candidate (up to 8 current memories in the same namespace, chosen by the caller: 3
+nearest by vector, 3 by BM25, the rest by shared entities) the decision model says whether the new
+memory is the **same**, **updates** it, **contradicts** it, or is **unrelated**; and it answers
+three questions about the new memory alone: still true in a month? useful to another
+conversation? does the source back its why? Then, in this order:
+
+1. useful = no with p ≥ 0.6 → **episodes only**: nothing is stored, the episodes keep it;
+2. a candidate judged *same* with p ≥ 0.6, not vetoed by the guard → **merge**: the new
+   memory's episodes are added to that one (the most probable, if several);
+3. candidates judged *updates* or *contradicts* with p ≥ 0.6 → **close**: the new memory is stored
+   and each of them is closed (``closed_by`` the new one, ``valid_to`` its start); the guard
+   does not stop this — a changed number is exactly what an update looks like;
+4. otherwise → **add**: the new memory is stored and nothing else changes; a probability below
+   0.6 changes nothing ("in doubt, both are kept").
+
+The deterministic guard (:mod:`mnemo.distill.guard`) vetoes *same* whatever the probability:
+"cuts at 120 s" and "cuts at 600 s" are never one memory. why_backed = no with p ≥ 0.6 drops the
+new memory's why (it was not in the source). Everything asked and decided is kept in the
+:class:`Judgement` for the judge table.
+
+For a long source, the judge reads the fragments most similar to the memory, chosen by
+embedding, up to ``SOURCE_CHARS`` characters in their original order, not the beginning.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import numpy as np
+
+from mnemo.distill.decide import DURABLE, RELATION, USEFUL, WHY_BACKED, Decision, DecisionModel
+from mnemo.distill.extract import ExtractedMemory
+from mnemo.distill.guard import GuardVerdict, compare
+from mnemo.embed import Embedder
+from mnemo.memories import Memory
+
+THRESHOLD = 0.6
+MAX_CANDIDATES = 8
+SOURCE_CHARS = 1_500
+FRAGMENT_CHARS = 300
+
+
+class Action(StrEnum):
+    ADD = "add"
+    MERGE = "merge"
+    CLOSE = "close"
+    EPISODES_ONLY = "episodes_only"
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    existing: str  # the candidate memory's id
+    relation: Decision
+    guard: GuardVerdict
+
+    @property
+    def verdict(self) -> tuple[str, float]:
+        """The relation acted on: *same* vetoed by the guard counts as unrelated."""
+        relation, p = self.relation.best
+        if relation == "same" and self.guard.blocks:
+            return "unrelated", p
+        return relation, p
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    action: Action
+    memory: ExtractedMemory  # as it will be stored (its why dropped when the source lacks it)
+    merge_into: str | None = None
+    closes: tuple[str, ...] = ()
+    comparisons: tuple[Comparison, ...] = ()
+    about_new: dict[str, Decision] = field(default_factory=dict)
+    reason: str = ""
+
+
+def memory_text(what: str, why: str = "", how: str = "") -> str:
+    parts = [what.strip()]
+    if why.strip():
+        parts.append(f"Why: {why.strip()}")
+    if how.strip():
+        parts.append(f"How: {how.strip()}")
+    return " ".join(parts)
+
+
+def judge(
+    new: ExtractedMemory,
+    candidates: Sequence[Memory],
+    source: str,
+    decisions: DecisionModel,
+    embedder: Embedder | None,
+) -> Judgement:
+    """Decide what ``new`` does to ``candidates``, given the text it was extracted from."""
+    new_text = memory_text(new.what, new.why, new.how)
+    shown_source = source_fragments(source, new_text, embedder)
+    about = {"NEW memory": new_text, "SOURCE it comes from": shown_source}
+    context = "\n".join(f"{k}: {v}" for k, v in about.items())
+    about_new = {
+        USEFUL.id: decisions.ask(USEFUL, context),
+        DURABLE.id: decisions.ask(DURABLE, context),
+    }
+    if new.why.strip():
+        about_new[WHY_BACKED.id] = decisions.ask(WHY_BACKED, context)
+    stored = new
+    why_backed = about_new.get(WHY_BACKED.id)
+    if why_backed is not None and why_backed.probabilities["no"] >= THRESHOLD:
+        stored = new.model_copy(update={"why": ""})
+    if about_new[USEFUL.id].probabilities["no"] >= THRESHOLD:
+        return Judgement(
+            Action.EPISODES_ONLY, stored, about_new=about_new, reason="not useful to a later conversation"
+        )
+
+    comparisons = []
+    stored_text = memory_text(stored.what, stored.why, stored.how)
+    for existing in candidates[:MAX_CANDIDATES]:
+        existing_text = memory_text(existing.what or existing.content, existing.why, existing.how)
+        pair = f"EXISTING memory: {existing_text}\nNEW memory: {stored_text}"
+        comparisons.append(
+            Comparison(existing.id, decisions.ask(RELATION, pair), compare(existing_text, new_text))
+        )
+
+    same = [c for c in comparisons if c.verdict[0] == "same" and c.verdict[1] >= THRESHOLD]
+    if same:
+        target = max(same, key=lambda c: c.verdict[1])
+        return Judgement(
+            Action.MERGE,
+            stored,
+            merge_into=target.existing,
+            comparisons=tuple(comparisons),
+            about_new=about_new,
+            reason=f"the same as {target.existing} (p {target.verdict[1]:.2f})",
+        )
+    closing = [
+        c for c in comparisons if c.verdict[0] in {"updates", "contradicts"} and c.verdict[1] >= THRESHOLD
+    ]
+    if closing:
+        named = ", ".join(f"{c.verdict[0]} {c.existing} (p {c.verdict[1]:.2f})" for c in closing)
+        return Judgement(
+            Action.CLOSE,
+            stored,
+            closes=tuple(c.existing for c in closing),
+            comparisons=tuple(comparisons),
+            about_new=about_new,
+            reason=named,
+        )
+    vetoed = [c.existing for c in comparisons if c.relation.best[0] == "same" and c.guard.blocks]
+    reason = (
+        f"guard kept apart from {', '.join(vetoed)}" if vetoed else "nothing current it repeats or replaces"
+    )
+    return Judgement(Action.ADD, stored, comparisons=tuple(comparisons), about_new=about_new, reason=reason)
+
+
+def source_fragments(source: str, memory: str, embedder: Embedder | None, limit: int = SOURCE_CHARS) -> str:
+    """``source`` itself when short; else its fragments most similar to ``memory``, in order."""
+    source = " ".join(source.split())
+    if len(source) <= limit:
+        return source
+    fragments = _fragments(source)
+    if embedder is None:
+        order = list(range(len(fragments)))  # no model: the beginning, as much as fits
+    else:
+        vectors = embedder.embed_documents(fragments)
+        query = embedder.embed_queries([memory])[0]
+        order = [int(i) for i in np.argsort(-(vectors @ query), kind="stable")]
+    chosen: list[int] = []
+    used = 0
+    for i in order:
+        if used + len(fragments[i]) + 3 > limit:
+            continue
+        chosen.append(i)
+        used += len(fragments[i]) + 3
+    return " … ".join(fragments[i] for i in sorted(chosen))
+
+
+def _fragments(text: str) -> list[str]:
+    """Sentences, packed up to FRAGMENT_CHARS (a longer sentence is cut)."""
+    out: list[str] = []
+    for whole in re.split(r"(?<=[.!?])\s+|\n+", text):
+        sentence = whole
+        while len(sentence) > FRAGMENT_CHARS:
+            out.append(sentence[:FRAGMENT_CHARS])
+            sentence = sentence[FRAGMENT_CHARS:]
+        if not sentence:
+            continue
+        if out and len(out[-1]) + 1 + len(sentence) <= FRAGMENT_CHARS:
+            out[-1] += " " + sentence
+        else:
+            out.append(sentence)
+    return out
