@@ -14,6 +14,11 @@ import anyio
 
 from mnemo.daemon.client import DaemonClient
 
+GEMMA = "embeddinggemma-300m-int8"
+# A models directory holding EmbeddingGemma, for the tests that need the quality model.
+MODELS_DIR = os.environ.get("MNEMO_TEST_MODELS_DIR", "")
+HAS_GEMMA = bool(MODELS_DIR) and (Path(MODELS_DIR) / GEMMA).is_dir()
+
 
 def daemon_pids(home: Path) -> list[int]:
     """Pids of live ``python -m mnemo.daemon`` processes whose MNEMO_HOME is ``home``."""

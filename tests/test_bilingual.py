@@ -7,9 +7,6 @@ tools/bilingual_check.py prints the same figures for every installed model.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import anyio
 import pytest
 
@@ -17,9 +14,7 @@ from mnemo.daemon.client import DaemonClient
 from mnemo.embed.fallback import FALLBACK_ID
 from tests.bilingual_corpus import ask_all, score
 from tests.conftest import Home
-
-GEMMA = "embeddinggemma-300m-int8"
-MODELS_DIR = os.environ.get("MNEMO_TEST_MODELS_DIR", "")
+from tests.helpers import GEMMA, HAS_GEMMA, MODELS_DIR
 
 
 def _scores(home: Home) -> dict[str, tuple[int, int, list[str]]]:
@@ -38,7 +33,7 @@ def test_the_fallback_answers_in_english_and_spanish(home: Home) -> None:
 
 
 @pytest.mark.skipif(
-    not (MODELS_DIR and (Path(MODELS_DIR) / GEMMA).is_dir()),
+    not HAS_GEMMA,
     reason="set MNEMO_TEST_MODELS_DIR to a models directory holding embeddinggemma-300m-int8",
 )
 def test_embeddinggemma_answers_in_english_and_spanish(home: Home) -> None:

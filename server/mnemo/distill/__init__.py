@@ -10,5 +10,7 @@
 - ``guard``   the deterministic rule that vetoes treating two memories as one when they differ in
               a quantity, version, identifier or negation (no model involved);
 - ``judge``   what a new memory does to the current ones near it: merge, close, add, or stay in
-              the episodes — the decision model's answers, the 0.6 rule and the guard.
+              the episodes — the decision model's answers, the 0.6 rule and the guard;
+- ``writer``  sessions distilled batch by batch past their cursor, so that a stop anywhere means
+              redo, never loss or duplicates (the daemon does not run it yet).
 """

@@ -78,7 +78,8 @@ class Judgement:
     reason: str = ""
 
 
-def memory_text(what: str, why: str = "", how: str = "") -> str:
+def statement(what: str, why: str = "", how: str = "") -> str:
+    """A memory as the judge reads it: what, then why and how when given."""
     parts = [what.strip()]
     if why.strip():
         parts.append(f"Why: {why.strip()}")
@@ -95,7 +96,7 @@ def judge(
     embedder: Embedder | None,
 ) -> Judgement:
     """Decide what ``new`` does to ``candidates``, given the text it was extracted from."""
-    new_text = memory_text(new.what, new.why, new.how)
+    new_text = statement(new.what, new.why, new.how)
     shown_source = source_fragments(source, new_text, embedder)
     about = {"NEW memory": new_text, "SOURCE it comes from": shown_source}
     context = "\n".join(f"{k}: {v}" for k, v in about.items())
@@ -115,9 +116,9 @@ def judge(
         )
 
     comparisons = []
-    stored_text = memory_text(stored.what, stored.why, stored.how)
+    stored_text = statement(stored.what, stored.why, stored.how)
     for existing in candidates[:MAX_CANDIDATES]:
-        existing_text = memory_text(existing.what or existing.content, existing.why, existing.how)
+        existing_text = statement(existing.what or existing.content, existing.why, existing.how)
         pair = f"EXISTING memory: {existing_text}\nNEW memory: {stored_text}"
         comparisons.append(
             Comparison(existing.id, decisions.ask(RELATION, pair), compare(existing_text, new_text))

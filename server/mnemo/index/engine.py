@@ -341,6 +341,33 @@ class SearchIndex:
             rows = _unique_rows([rows, self._neighbours(rows, mask)])
         return self._rank(rows, query, vectors, vector)
 
+    def nearby(self, query: SearchQuery, per_source: int, limit: int) -> list[str]:
+        """Owners near ``query`` for the judge: ``per_source`` nearest by vector, then as many by
+        BM25 not already chosen, then the most recent sharing an entity, up to ``limit``."""
+        with self._lock:
+            allowed, mask = self._allowed_with_mask(query)
+            if not allowed:
+                return []
+            chosen: dict[int, None] = {}
+
+            def take(rows: Iterable[int], count: int) -> None:
+                for row in rows:
+                    if len(chosen) >= limit or count <= 0:
+                        return
+                    if row not in chosen:
+                        chosen[row] = None
+                        count -= 1
+
+            vector = resolved(query.vector)
+            if self._vectors is not None and vector is not None:
+                rows, _ = self._vectors.search(vector, 2 * per_source, mask, query.namespaces)
+                take(rows.tolist(), per_source)
+            rows, scores = self._lexical.score(query.terms, mask)
+            take(rows[np.argsort(-scores, kind="stable")].tolist(), per_source)
+            shared = _union(self._by_entity.get(e, BitMap()) for e in query.entities) & allowed
+            take(reversed(shared.to_array().tolist()), limit)
+            return [self._owners[row] for row in chosen]
+
     def _adjacent(self, row: int) -> list[int]:
         """Rows of the turns just before and after this row's turn, in the same session."""
         place = self._place_of[row]

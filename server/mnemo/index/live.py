@@ -37,6 +37,7 @@ from mnemo.index.engine import (
 )
 from mnemo.index.entities import EntityMatcher, entity_key
 from mnemo.index.query import Analysis, analyse
+from mnemo.index.text import terms as text_terms
 from mnemo.memories import Memory
 
 logger = logging.getLogger(__name__)
@@ -193,7 +194,8 @@ class RecallEngine:
         self._backlog.extend(("memories", d.key, d.text) for d in documents if d.key not in embedded)
 
     def set_memory_status(self, memory: Memory) -> None:
-        """Apply a new version whose status changed (close, forget) at once."""
+        """Apply at once a new version whose searched text did not change (a close, a forget, a
+        merge that added sources): its row and vector stay, its status and stored copy change."""
         if not self.memories.set_status(memory.id, memory.status.value):
             self.add_memories([memory])
             return
@@ -278,6 +280,23 @@ class RecallEngine:
                 statuses=(CURRENT, CLOSED),
                 limit=limit,
             )
+        )
+
+    def judge_candidates(
+        self, text: str, entities: Sequence[str], namespace: str, vector: Vector | None
+    ) -> list[str]:
+        """Ids of up to 8 current memories in ``namespace`` near a new memory, for the judge:
+        3 nearest by vector, 3 by BM25, the rest sharing an entity (DESIGN §5)."""
+        return self.memories.nearby(
+            SearchQuery(
+                terms=list(dict.fromkeys(text_terms(text))),
+                vector=vector,
+                entities=[entity_key(e) for e in entities],
+                namespaces=[namespace],
+                statuses=(CURRENT,),
+            ),
+            per_source=3,
+            limit=8,
         )
 
     def search_episodes(

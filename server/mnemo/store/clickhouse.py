@@ -27,6 +27,7 @@ from mnemo.config import redact_dsn
 from mnemo.episodes import AppendResult, Episode
 from mnemo.errors import StoreError, StoreLockedError
 from mnemo.memories import EntityRef, Memory
+from mnemo.store.distill import DistillTables
 from mnemo.store.migrations import CREATE_VERSION_TABLE, MIGRATIONS, VERSION_TABLE
 
 logger = logging.getLogger(__name__)
@@ -121,7 +122,7 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-class ClickHouseStore:
+class ClickHouseStore(DistillTables):
     """Episodes, memories and entities in ClickHouse. Construct with :func:`open_store`."""
 
     def __init__(self, client: Any, dsn_for_display: str) -> None:
@@ -250,8 +251,9 @@ class ClickHouseStore:
         """Insert a version of a memory (the first, or the next one: callers raise ``version``)."""
         self.put_memories([memory])
 
-    def put_memories(self, memories: Sequence[Memory]) -> None:
-        """Insert memory versions in one insert (bulk loads, benchmarks, the writer's batches)."""
+    def put_memories(self, memories: Sequence[Memory], *, batch: str = "") -> None:
+        """Insert memory versions in one insert (bulk loads, benchmarks, the writer's batches:
+        ``batch`` marks every row with the distillation batch that wrote it)."""
         extra = {
             "has_human_backing": False,
             "confidence": 1.0,
@@ -262,6 +264,7 @@ class ClickHouseStore:
             "is_suppressed": False,
             # Unused since migration 2 (vectors live in `embeddings`, per model).
             "embedding": b"",
+            "distill_batch": batch,
         }
         rows = []
         for memory in memories:

@@ -140,4 +140,50 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        4,
+        "distillation batches and the judge log",
+        (
+            # The writer's unit of work: a pinned stretch of one session's episodes (by arrival),
+            # recorded as started before the model is called and done after its memory rows are
+            # in. A session's cursor is its last finished batch's end.
+            """
+            CREATE TABLE IF NOT EXISTS distill_batches (
+                id String,
+                version UInt64,
+                session String,
+                namespace String,
+                first_received DateTime64(3, 'UTC'),
+                first_episode String,
+                last_received DateTime64(3, 'UTC'),
+                last_episode String,
+                episodes UInt32,
+                status LowCardinality(String),
+                error String,
+                memories UInt32,
+                updated_at DateTime64(3, 'UTC')
+            ) ENGINE = ReplacingMergeTree(version) ORDER BY id
+            """,
+            # Every memory row a batch writes carries the batch id: all of a batch's rows go in
+            # one insert, so finding one of them means the batch was applied.
+            "ALTER TABLE memories ADD COLUMN IF NOT EXISTS distill_batch String DEFAULT ''",
+            # One row per judged memory: what was asked, the probabilities, the guard, the action.
+            # A redone batch writes the same (batch, seq) keys again, folded on merge and FINAL.
+            """
+            CREATE TABLE IF NOT EXISTS judge_log (
+                batch String,
+                seq UInt32,
+                at DateTime64(3, 'UTC'),
+                session String,
+                namespace String,
+                memory String,
+                action LowCardinality(String),
+                target String,
+                closes Array(String),
+                reason String,
+                detail String
+            ) ENGINE = ReplacingMergeTree ORDER BY (batch, seq)
+            """,
+        ),
+    ),
 )

@@ -1,0 +1,278 @@
+"""Distillation of sessions into memories, batch by batch, so that a crash means redo — never loss,
+never duplicates (DESIGN §4–§5).
+
+A batch is a pinned stretch of one session's episodes past its cursor, in arrival order (up to
+``BATCH_EPISODES`` episodes or ``BATCH_CHARS`` characters). Its life:
+
+1. recorded as *started*, with its first and last episode, before any model call;
+2. extraction (:mod:`mnemo.distill.extract`), then for each proposal the judge
+   (:mod:`mnemo.distill.judge`) against up to 8 current memories near it;
+3. the judge log rows, then every memory row the batch writes — new memories, closed and merged
+   versions — in **one insert**, each row marked with the batch id: that insert is the commit;
+4. recorded as *done*; the session's cursor is the end of its last finished batch.
+
+A writer stopped anywhere redoes its *started* batches first: one whose rows are in the store is
+only marked done; one whose rows are not is redone over the same episodes. An extraction the model
+keeps getting wrong marks the batch *failed* (shown by `mnemo status`; its episodes stay searchable)
+and the cursor moves on; an endpoint that is down or a spent token cap leaves the batch *started*
+for the next try.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+import numpy as np
+
+from mnemo.clock import utc_now
+from mnemo.distill.decide import Decision, DecisionModel
+from mnemo.distill.extract import Draft, ExtractionError, extract, transcript
+from mnemo.distill.judge import Action, Judgement, judge
+from mnemo.distill.llm import LLM
+from mnemo.embed import Embedder
+from mnemo.episodes import Episode
+from mnemo.index.engine import Vector
+from mnemo.index.entities import entity_key
+from mnemo.index.live import RecallEngine, memory_document
+from mnemo.memories import EntityRef, Memory, MemoryStatus, Origin
+from mnemo.store import ClickHouseStore
+from mnemo.store.distill import Batch, BatchStatus, JudgeLogRow
+
+logger = logging.getLogger(__name__)
+BATCH_EPISODES = 200
+BATCH_CHARS = 40_000
+
+
+@dataclass
+class BatchResult:
+    batch: Batch
+    added: list[str] = field(default_factory=list)
+    closed: list[str] = field(default_factory=list)
+    merged: list[str] = field(default_factory=list)
+    episodes_only: int = 0
+    demoted: int = 0
+    was_applied_before: bool = False
+
+
+class Distiller:
+    """Runs batches against one store and one recall engine. Not thread-safe: one writer."""
+
+    def __init__(
+        self,
+        store: ClickHouseStore,
+        engine: RecallEngine,
+        llm: LLM,
+        decisions: DecisionModel,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self._store = store
+        self._engine = engine
+        self._llm = llm
+        self._decisions = decisions
+        self._embedder: Embedder | None = engine.embedder
+        self._clock = clock
+
+    def recover(self) -> list[BatchResult]:
+        """Finish or redo the batches a stopped writer left started."""
+        return [self._run(batch) for batch in self._store.started_batches()]
+
+    def distil_session(self, session: str) -> list[BatchResult]:
+        """Every batch of ``session`` past its cursor, until none is left."""
+        results = []
+        while (batch := self._next_batch(session)) is not None:
+            results.append(self._run(batch))
+        return results
+
+    def _next_batch(self, session: str) -> Batch | None:
+        episodes = self._store.episodes_after(session, self._store.session_cursor(session), BATCH_EPISODES)
+        chars, taken = 0, 0
+        for episode in episodes:
+            chars += len(episode.text)
+            if taken and chars > BATCH_CHARS:
+                break
+            taken += 1
+        if not taken:
+            return None
+        first, last = episodes[0], episodes[taken - 1]
+        key = f"{session}\0{first.id}\0{last.id}"
+        batch = Batch(
+            id="batch_" + hashlib.sha256(key.encode()).hexdigest()[:24],
+            session=session,
+            namespace=first.namespace,
+            first_received=first.received_at,
+            first_episode=first.id,
+            last_received=last.received_at,
+            last_episode=last.id,
+            episodes=taken,
+            status="started",
+        )
+        self._store.put_batch(batch, self._clock())
+        return batch
+
+    def _run(self, batch: Batch) -> BatchResult:
+        if self._store.batch_applied(batch.id):
+            logger.info("batch %s was applied before the writer stopped; marking it done", batch.id)
+            self._finish(batch, "done")
+            return BatchResult(batch, was_applied_before=True)
+        episodes = self._store.episodes_between(
+            batch.session,
+            (batch.first_received, batch.first_episode),
+            (batch.last_received, batch.last_episode),
+        )
+        conversation = sorted(episodes, key=lambda e: (e.turn if e.turn is not None else -1, e.time, e.id))
+        try:
+            drafts = extract(self._llm, conversation)
+        except ExtractionError as exc:
+            logger.warning("distilling session %s failed: %s", batch.session, exc)
+            self._finish(batch, "failed", error=str(exc))
+            return BatchResult(batch)
+        result = BatchResult(batch)
+        by_id = {e.id: e for e in episodes}
+        pending: dict[str, Memory] = {}  # id → the version this batch will write
+        log: list[JudgeLogRow] = []
+        vectors: dict[str, Vector] = {}
+        now = self._clock()
+        for seq, draft in enumerate(drafts):
+            memory = self._new_memory(batch, seq, draft, by_id, now)
+            vector = None
+            if self._embedder is not None:
+                vector = self._embedder.embed_documents([memory_document(memory).text])[0]
+            ids = self._engine.judge_candidates(
+                memory.content, [e.name for e in memory.entities], batch.namespace, vector
+            )
+            found = (pending.get(i) or self._engine.memory(i) for i in ids)
+            candidates = [m for m in found if m is not None and _is_current(m)]
+            source = transcript([by_id[s] for s in draft.memory.sources])
+            verdict = judge(draft.memory, candidates, source, self._decisions, self._embedder)
+            result.demoted += draft.demoted
+            log.append(self._log_row(batch, seq, memory.id, verdict, now))
+            if verdict.action is Action.EPISODES_ONLY:
+                result.episodes_only += 1
+                continue
+            if verdict.action is Action.MERGE:
+                assert verdict.merge_into is not None
+                target = pending.get(verdict.merge_into) or self._engine.memory(verdict.merge_into)
+                if target is not None:
+                    sources = list(dict.fromkeys([*target.sources, *memory.sources]))
+                    pending[target.id] = target.model_copy(
+                        update={"version": target.version + 1, "sources": sources, "updated_at": now}
+                    )
+                    result.merged.append(target.id)
+                continue
+            memory = memory.model_copy(update={"why": verdict.memory.why})
+            pending[memory.id] = memory
+            result.added.append(memory.id)
+            if vector is not None:
+                vectors[memory.id] = vector
+            for old_id in verdict.closes:
+                old = pending.get(old_id) or self._engine.memory(old_id)
+                if old is None or not _is_current(old):
+                    continue
+                pending[old_id] = old.model_copy(
+                    update={
+                        "version": old.version + 1,
+                        "status": MemoryStatus.CLOSED,
+                        "closed_by": memory.id,
+                        "valid_to": max(memory.valid_from, old.valid_from),
+                        "updated_at": now,
+                        "status_reason": verdict.reason,
+                    }
+                )
+                result.closed.append(old_id)
+        rows = list(pending.values())
+        self._store.put_judge_log(log)
+        if rows:
+            entities = {entity_key(e.name): e.name for m in rows for e in m.entities}
+            self._store.upsert_entities([(k, name, []) for k, name in entities.items()])
+            self._store.put_memories(rows, batch=batch.id)  # the commit
+        self._finish(batch, "done", memories=len(result.added))
+        self._index(rows, vectors)
+        return result
+
+    def _index(self, rows: Sequence[Memory], vectors: dict[str, Vector]) -> None:
+        """Make the batch's rows recallable at once, with the new memories' vectors stored too."""
+        if not rows:
+            return
+        new = [m for m in rows if m.version == 1]
+        for changed in (m for m in rows if m.version > 1):  # closed or merged: same text, same vector
+            self._engine.set_memory_status(changed)
+        if self._embedder is not None and vectors:
+            keys = list(vectors)
+            matrix = np.stack([vectors[k] for k in keys]).astype(np.float32)
+            self._store.put_embeddings(self._embedder.model_id, [(k, 0) for k in keys], matrix)
+        self._engine.add_memories(new, embedded=set(vectors))
+        if vectors:
+            self._engine.memories.put_vectors(list(vectors), np.stack(list(vectors.values())))
+
+    def _finish(self, batch: Batch, status: BatchStatus, *, error: str = "", memories: int = 0) -> None:
+        finished = replace(batch, status=status, error=error[:2_000], memories=memories)
+        self._store.put_batch(finished, self._clock())
+
+    def _new_memory(
+        self, batch: Batch, seq: int, draft: Draft, by_id: dict[str, Episode], now: datetime
+    ) -> Memory:
+        extracted = draft.memory
+        sources = list(dict.fromkeys(extracted.sources))
+        started = max(by_id[s].time for s in sources)
+        # A redone batch gives its memories the same ids.
+        memory_id = "mem_" + hashlib.sha256(f"{batch.id}\0{seq}".encode()).hexdigest()[:24]
+        return Memory(
+            id=memory_id,
+            version=1,
+            type=extracted.type,
+            status=MemoryStatus.ACTIVE,
+            namespace=batch.namespace,
+            content=extracted.what,
+            what=extracted.what,
+            who=extracted.who,
+            when=extracted.when,
+            where=extracted.where,
+            why=extracted.why,
+            how=extracted.how,
+            entities=[EntityRef(name=e.name, role=e.role) for e in extracted.entities],
+            sources=sources,
+            origin=Origin.DISTILLED,
+            created_at=now,
+            updated_at=now,
+            valid_from=started,
+        )
+
+    @staticmethod
+    def _log_row(batch: Batch, seq: int, memory_id: str, verdict: Judgement, now: datetime) -> JudgeLogRow:
+        def shown(decision: Decision) -> dict[str, object]:
+            return {
+                "probabilities": {k: round(v, 4) for k, v in decision.probabilities.items()},
+                "method": decision.method,
+                "calibrated": decision.calibrated,
+            }
+
+        detail = {
+            "memory": verdict.memory.model_dump(),
+            "about_new": {k: shown(d) for k, d in verdict.about_new.items()},
+            "comparisons": [
+                {"existing": c.existing, "relation": shown(c.relation), "guard": list(c.guard.reasons)}
+                for c in verdict.comparisons
+            ],
+        }
+        return JudgeLogRow(
+            batch=batch.id,
+            seq=seq,
+            at=now,
+            session=batch.session,
+            namespace=batch.namespace,
+            memory=memory_id,
+            action=verdict.action.value,
+            target=verdict.merge_into or "",
+            closes=list(verdict.closes),
+            reason=verdict.reason,
+            detail=json.dumps(detail, ensure_ascii=False, default=str),
+        )
+
+
+def _is_current(memory: Memory | None) -> bool:
+    return memory is not None and memory.status is MemoryStatus.ACTIVE

@@ -1,0 +1,186 @@
+"""The writer's tables: distillation batches (with each session's cursor) and the judge log.
+
+A mixin of :class:`~mnemo.store.clickhouse.ClickHouseStore`, kept apart because only the writer
+uses it. Episodes are taken in arrival order — (received_at, id) — so an episode that arrives
+late with an old timestamp (an import) is still distilled.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import astuple, dataclass, fields
+from datetime import datetime
+from typing import Any, Literal
+
+from mnemo.clock import as_stored
+from mnemo.episodes import Episode
+
+BatchStatus = Literal["started", "done", "failed"]
+FINISHED = ("done", "failed")
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    id: str
+    session: str
+    namespace: str
+    first_received: datetime
+    first_episode: str
+    last_received: datetime
+    last_episode: str
+    episodes: int
+    status: BatchStatus
+    error: str = ""
+    memories: int = 0
+    updated_at: datetime | None = None
+
+    @property
+    def end(self) -> tuple[datetime, str]:
+        return self.last_received, self.last_episode
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeLogRow:
+    batch: str
+    seq: int
+    at: datetime
+    session: str
+    namespace: str
+    memory: str
+    action: str
+    target: str
+    closes: list[str]
+    reason: str
+    detail: str  # JSON: the decisions' probabilities, the guard's reasons
+
+
+_BATCH_COLUMNS = tuple(f.name for f in fields(Batch))
+_JUDGE_COLUMNS = tuple(f.name for f in fields(JudgeLogRow))
+
+
+class DistillTables:
+    _client: Any
+
+    # Provided by ClickHouseStore.
+    def _translated(self, action: str) -> AbstractContextManager[None]:
+        raise NotImplementedError
+
+    def _episodes(self, where: str, parameters: dict[str, Any], order: str, limit: int) -> list[Episode]:
+        raise NotImplementedError
+
+    def put_batch(self, batch: Batch, now: datetime) -> None:
+        row = [*astuple(batch)[:-1], as_stored(now)]
+        with self._translated("recording a distillation batch"):
+            self._client.insert(
+                "distill_batches", [[*row, time.time_ns()]], column_names=[*_BATCH_COLUMNS, "version"]
+            )
+
+    def _batches(self, where: str, parameters: dict[str, Any], order: str, limit: int) -> list[Batch]:
+        sql = (
+            f"SELECT {', '.join(_BATCH_COLUMNS)} FROM distill_batches FINAL WHERE {where} "
+            f"ORDER BY {order} LIMIT {limit:d}"
+        )
+        with self._translated("reading distillation batches"):
+            rows = self._client.query(sql, parameters=parameters).result_rows
+        found = []
+        for row in rows:
+            values: dict[str, Any] = dict(zip(_BATCH_COLUMNS, row, strict=True))
+            for name in ("first_received", "last_received", "updated_at"):
+                values[name] = as_stored(values[name])
+            found.append(Batch(**values))
+        return found
+
+    def started_batches(self) -> list[Batch]:
+        """Batches begun and not finished (a writer stopped in the middle): to be redone."""
+        return self._batches("status = 'started'", {}, "updated_at", 10_000)
+
+    def failed_batches(self, limit: int = 20) -> list[Batch]:
+        return self._batches("status = 'failed'", {}, "updated_at DESC", limit)
+
+    def session_cursor(self, session: str) -> tuple[datetime, str] | None:
+        """The end of the session's last finished batch: its episodes up to there are done."""
+        found = self._batches(
+            "session = {session:String} AND status IN ('done', 'failed')",
+            {"session": session},
+            "last_received DESC, last_episode DESC",
+            1,
+        )
+        return found[0].end if found else None
+
+    def episodes_after(self, session: str, after: tuple[datetime, str] | None, limit: int) -> list[Episode]:
+        """The session's episodes that arrived after ``after``, in arrival order."""
+        where = "session = {session:String}"
+        parameters: dict[str, Any] = {"session": session}
+        if after is not None:
+            where += " AND (received_at, id) > ({received:DateTime64(3, 'UTC')}, {id:String})"
+            parameters |= {"received": after[0], "id": after[1]}
+        return self._episodes(where, parameters, "received_at, id", limit)
+
+    def episodes_between(
+        self, session: str, first: tuple[datetime, str], last: tuple[datetime, str]
+    ) -> list[Episode]:
+        """The session's episodes from ``first`` to ``last`` (inclusive) in arrival order."""
+        where = (
+            "session = {session:String} "
+            "AND (received_at, id) >= ({first_at:DateTime64(3, 'UTC')}, {first_id:String}) "
+            "AND (received_at, id) <= ({last_at:DateTime64(3, 'UTC')}, {last_id:String})"
+        )
+        parameters = {
+            "session": session,
+            "first_at": first[0],
+            "first_id": first[1],
+            "last_at": last[0],
+            "last_id": last[1],
+        }
+        return self._episodes(where, parameters, "received_at, id", 100_000)
+
+    def sessions_waiting(self, idle_before: datetime) -> list[str]:
+        """Sessions quiet since ``idle_before`` that have episodes past their cursor."""
+        sql = """
+            SELECT e.session FROM (
+                SELECT session, max((received_at, id)) AS last FROM episodes FINAL
+                WHERE session != '' GROUP BY session
+                HAVING last.1 < {idle_before:DateTime64(3, 'UTC')}
+            ) AS e
+            LEFT JOIN (
+                SELECT session, max((last_received, last_episode)) AS done FROM distill_batches FINAL
+                WHERE status IN ('done', 'failed') GROUP BY session
+            ) AS b ON e.session = b.session
+            WHERE b.session = '' OR e.last > b.done
+            ORDER BY e.last.1
+        """
+        with self._translated("finding sessions to distil"):
+            rows = self._client.query(sql, parameters={"idle_before": as_stored(idle_before)}).result_rows
+        return [str(row[0]) for row in rows]
+
+    def batch_applied(self, batch_id: str) -> bool:
+        """Whether any memory row written by this batch is stored (they go in one insert)."""
+        with self._translated("checking a distillation batch"):
+            found = self._client.command(
+                "SELECT count() FROM memories WHERE distill_batch = {id:String}", parameters={"id": batch_id}
+            )
+        return int(found) > 0
+
+    def put_judge_log(self, rows: Sequence[JudgeLogRow]) -> None:
+        if not rows:
+            return
+        with self._translated("writing the judge log"):
+            self._client.insert("judge_log", [astuple(r) for r in rows], column_names=list(_JUDGE_COLUMNS))
+
+    def judge_log(self, limit: int, session: str | None = None) -> list[JudgeLogRow]:
+        where = "session = {session:String}" if session else "1"
+        sql = (
+            f"SELECT {', '.join(_JUDGE_COLUMNS)} FROM judge_log FINAL WHERE {where} "
+            f"ORDER BY at DESC, batch, seq DESC LIMIT {limit:d}"
+        )
+        with self._translated("reading the judge log"):
+            rows = self._client.query(sql, parameters={"session": session or ""}).result_rows
+        found = []
+        for row in rows:
+            values = dict(zip(_JUDGE_COLUMNS, row, strict=True))
+            values["closes"] = list(values["closes"])
+            values["at"] = as_stored(values["at"])
+            found.append(JudgeLogRow(**values))
+        return found

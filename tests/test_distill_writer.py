@@ -1,0 +1,218 @@
+"""Distillation end to end in one process: real store (chDB), real recall engine and fallback
+embedder, the real openai client against the scripted model server.
+
+The "deploy day" scenario: eight sessions over several days; in the second the team settles on
+Tuesday deploys, in the sixth they move to Thursday and say why. After distillation and judging,
+recall answers Thursday (current) and, asked about the past, Tuesday (closed by Thursday), in
+English and in Spanish.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from mnemo.config import Settings
+from mnemo.distill.decide import DecisionModel
+from mnemo.distill.llm import LLM
+from mnemo.distill.meter import TokenMeter
+from mnemo.distill.writer import Distiller
+from mnemo.embed import load_embedder
+from mnemo.embed.fallback import FALLBACK_ID
+from mnemo.episodes import EpisodeIn, EpisodeIntake, NoRedaction, Role
+from mnemo.index.live import RecallEngine
+from mnemo.memories import MemoryStatus
+from mnemo.store import ClickHouseStore
+from tests.conftest import Home
+from tests.helpers import GEMMA, HAS_GEMMA, MODELS_DIR
+from tests.llm_server import LLMServer
+
+START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+YES = {"A": 0.9, "B": 0.1}
+UPDATES = {"B": 0.85, "A": 0.08, "C": 0.04, "D": 0.03}
+UNRELATED = {"D": 0.9, "A": 0.05, "B": 0.03, "C": 0.02}
+
+SESSIONS: dict[int, list[tuple[Role, str]]] = {
+    1: [(Role.USER, "Set up the CI pipeline for the shop"), (Role.ASSISTANT, "CI now runs on every push.")],
+    2: [
+        (Role.USER, "From now on we deploy the shop on Tuesdays."),
+        (Role.ASSISTANT, "Understood, deploys go out on Tuesday."),
+    ],
+    3: [(Role.USER, "Cache the product pages"), (Role.ASSISTANT, "Added a Redis cache for product pages.")],
+    4: [(Role.USER, "Why is checkout slow?"), (Role.ASSISTANT, "The payment call has no timeout.")],
+    5: [(Role.USER, "Rename the billing job"), (Role.ASSISTANT, "Renamed it to billing-nightly.")],
+    6: [
+        (Role.USER, "Deploys move to Thursday: QA needs Wednesday to test the release."),
+        (Role.ASSISTANT, "Done, the release checklist now says Thursday."),
+    ],
+    7: [(Role.USER, "Bump the linter"), (Role.ASSISTANT, "Ruff is on the new version.")],
+    8: [(Role.USER, "Write the changelog"), (Role.ASSISTANT, "Changelog written.")],
+}
+EXTRACTED = {
+    2: [{"type": "decision", "what": "The shop is deployed on Tuesdays", "who": "team",
+         "entities": [{"name": "deploys", "role": "subject"}], "sources": ["s2-0"]}],
+    3: [{"type": "fact", "what": "Product pages are cached in Redis",
+         "entities": [{"name": "Redis", "role": "tool"}], "sources": ["s3-0", "s3-1"]}],
+    4: [{"type": "fact", "what": "The checkout payment call has no timeout", "sources": ["s4-1"]}],
+    6: [{"type": "decision", "what": "The shop is deployed on Thursdays", "who": "team",
+         "why": "QA needs Wednesday to test the release",
+         "entities": [{"name": "deploys", "role": "subject"}], "sources": ["s6-0"]}],
+}  # fmt: skip
+
+
+def _script(server: LLMServer) -> None:
+    for number, memories in EXTRACTED.items():
+        server.answer(contains=f"Transcript:\n[s{number}-0]", text=json.dumps({"memories": memories}))
+    server.answer(contains="Transcript:", text='{"memories": []}')
+    server.answer(contains="help a later conversation", choices=YES)
+    server.answer(contains="still be true in a month", choices=YES)
+    server.answer(contains="back the NEW memory's why", choices=YES)
+    server.answer(
+        contains=lambda p: (
+            "EXISTING memory: The shop is deployed on Tuesdays" in p
+            and "NEW memory: The shop is deployed on Thursdays" in p
+        ),
+        choices=UPDATES,
+    )
+    server.answer(contains="How does the NEW memory relate", choices=UNRELATED)
+
+
+def _record(store: ClickHouseStore, numbers: Iterator[int] | list[int]) -> None:
+    intake = EpisodeIntake(max_chars=100_000, default_namespace="workspace:shop", redactor=NoRedaction())
+    for number in numbers:
+        day = START + timedelta(days=number)
+        episodes = []
+        for turn, (role, text) in enumerate(SESSIONS[number]):
+            who = "ana" if role == Role.USER else ""
+            time = day + timedelta(minutes=turn)
+            episodes.append(
+                EpisodeIn(
+                    id=f"s{number}-{turn}",
+                    text=text,
+                    role=role,
+                    who=who,
+                    session=f"s{number}",
+                    turn=turn,
+                    time=time,
+                )
+            )
+        store.append_episodes([intake.accept(e) for e in episodes])
+
+
+@pytest.fixture
+def settings(home: Home, llm_server: LLMServer) -> Settings:
+    return home.with_env(
+        MNEMO_LLM_URL=llm_server.url, MNEMO_LLM_MODEL="scripted-1", MNEMO_EMBEDDER=FALLBACK_ID
+    ).settings
+
+
+def _distiller(settings: Settings, store: ClickHouseStore, engine: RecallEngine) -> Distiller:
+    llm = LLM(settings, TokenMeter(store, settings.llm_daily_token_cap))
+    return Distiller(store, engine, llm, DecisionModel(llm, settings))
+
+
+def _top(engine: RecallEngine, question: str) -> tuple[str, bool]:
+    found = engine.search_memories(
+        engine.understand(question, START + timedelta(days=9)),
+        namespaces=None,
+        types=None,
+        force_history=False,
+        limit=3,
+    )
+    memory = engine.memory(found[0].owner)
+    assert memory is not None
+    return memory.what, found[0].is_current
+
+
+# Asked in Spanish, "¿qué día desplegamos?" ties under the fallback: its cosine to the Thursday
+# memory (0.17) equals an unrelated one's; EmbeddingGemma ranks it first. The fallback's leg asks
+# "¿qué día hacemos el despliegue?".
+EMBEDDERS = [
+    pytest.param(FALLBACK_ID, {}, "¿qué día hacemos el despliegue?", id="fallback"),
+    pytest.param(
+        GEMMA,
+        {"MNEMO_MODELS_DIR": MODELS_DIR},
+        "¿qué día desplegamos?",
+        id="embeddinggemma",
+        marks=pytest.mark.skipif(not HAS_GEMMA, reason="set MNEMO_TEST_MODELS_DIR"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("embedder", "env", "spanish"), EMBEDDERS)
+def test_deploy_day_moves_to_thursday_and_tuesday_becomes_history(
+    home: Home,
+    llm_server: LLMServer,
+    store: ClickHouseStore,
+    embedder: str,
+    env: dict[str, str],
+    spanish: str,
+) -> None:
+    _script(llm_server)
+    settings = home.with_env(
+        MNEMO_LLM_URL=llm_server.url, MNEMO_LLM_MODEL="scripted-1", MNEMO_EMBEDDER=embedder, **env
+    ).settings
+    engine = RecallEngine(load_embedder(settings))
+    distiller = _distiller(settings, store, engine)
+    for number in range(1, 9):
+        _record(store, [number])
+        results = distiller.distil_session(f"s{number}")
+        assert len(results) == 1 and results[0].batch.episodes == 2
+
+    assert _top(engine, "what day do we deploy?") == ("The shop is deployed on Thursdays", True)
+    assert _top(engine, spanish) == ("The shop is deployed on Thursdays", True)
+    assert _top(engine, "what day did we deploy before?") == ("The shop is deployed on Tuesdays", False)
+    assert _top(engine, "¿qué día desplegábamos antes?") == ("The shop is deployed on Tuesdays", False)
+
+    [log_thursday] = [row for row in store.judge_log(20) if row.session == "s6"]
+    assert log_thursday.action == "close" and len(log_thursday.closes) == 1
+    tuesday = store.get_memory(log_thursday.closes[0])
+    thursday = store.get_memory(log_thursday.memory)
+    assert tuesday is not None and thursday is not None
+    assert tuesday.status is MemoryStatus.CLOSED and tuesday.closed_by == thursday.id
+    assert tuesday.valid_to == thursday.valid_from == START + timedelta(days=6)
+    assert thursday.why == "QA needs Wednesday to test the release" and thursday.sources == ["s6-0"]
+    detail = json.loads(log_thursday.detail)
+    assert detail["comparisons"][0]["relation"]["probabilities"]["updates"] > 0.6
+    # Sessions with nothing worth keeping leave no memory, and nothing is distilled twice.
+    assert distiller.distil_session("s6") == []
+    assert sum(1 for _ in store.memories_page("", 100)) == 4
+
+
+def test_a_writer_stopped_mid_batch_redoes_it_once(
+    settings: Settings, llm_server: LLMServer, store: ClickHouseStore
+) -> None:
+    _script(llm_server)
+    _record(store, [2, 3])
+    engine = RecallEngine(load_embedder(settings))
+    # Stopped after recording the batch as started, before any model call: redone at start.
+    distiller = _distiller(settings, store, engine)
+    started = distiller._next_batch("s2")
+    assert started is not None and [b.id for b in store.started_batches()] == [started.id]
+    [redone] = _distiller(settings, store, engine).recover()
+    assert redone.batch.id == started.id and len(redone.added) == 1 and not redone.was_applied_before
+    assert store.started_batches() == [] and store.session_cursor("s2") == started.end
+
+    # Stopped after the commit insert, before "done": the redo finds the rows and calls no model.
+    [done] = distiller.distil_session("s3")
+    calls = len(llm_server.requests)
+    store.put_batch(done.batch, datetime.now(UTC))  # its "started" record, as the stop left it
+    [again] = _distiller(settings, store, RecallEngine(None)).recover()
+    assert again.was_applied_before and len(llm_server.requests) == calls
+    memories = list(store.memories_page("", 100))
+    assert len(memories) == 2 and len({m.what for m in memories}) == 2
+
+
+def test_an_unusable_extraction_fails_the_batch_visibly_and_the_session_moves_on(
+    settings: Settings, llm_server: LLMServer, store: ClickHouseStore
+) -> None:
+    llm_server.answer(contains="Transcript:", text="not json at all")
+    _record(store, [1])
+    engine = RecallEngine(load_embedder(settings))
+    [result] = _distiller(settings, store, engine).distil_session("s1")
+    [failed] = store.failed_batches()
+    assert failed.id == result.batch.id and "unusable after 3 attempts" in failed.error
+    assert store.session_cursor("s1") == failed.end and list(store.memories_page("", 10)) == []
