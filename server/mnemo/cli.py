@@ -1,4 +1,5 @@
-"""The ``mnemo`` command: remember, recall, recall-episode, forget, import, status, daemon.
+"""The ``mnemo`` command: remember, recall, recall-episode, forget, import, status, distill,
+judge-log, models, daemon.
 
 With ``--json``, recall and recall-episode print exactly the structured output of the MCP tools
 of the same name. Errors go to stderr as ``mnemo: error: …`` with exit status 1 (2 for usage).
@@ -88,6 +89,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
     p = commands.add_parser("status", help="version, store, daemon and counts")
+    p.add_argument("--json", action="store_true")
+
+    p = commands.add_parser("distill", help="distil a session now (needs llm_url and llm_model)")
+    p.add_argument("session")
+    p.add_argument("--json", action="store_true")
+
+    p = commands.add_parser("judge-log", help="the judge's decisions, newest first")
+    p.add_argument("--session", default=None, help="only this session's")
+    p.add_argument("--limit", type=int, default=20)
     p.add_argument("--json", action="store_true")
 
     p = commands.add_parser("models", help="list, verify, install or fetch embedding models")
@@ -324,6 +334,54 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
             f"           {spend.model}: {spend.calls:,} calls, {spend.prompt_tokens:,} prompt + "
             f"{spend.completion_tokens:,} completion tokens today"
         )
+    distillation = status.distillation
+    if distillation.enabled:
+        now = f", distilling {distillation.running}" if distillation.running else ""
+        _write(
+            f"distilled  {distillation.batches_done:,} batches, {distillation.memories_added:,} memories "
+            f"added since start{now}"
+        )
+        if distillation.paused_until is not None:
+            until = f"{distillation.paused_until:%Y-%m-%d %H:%M:%S} UTC"
+            _write(f"           paused until {until}: {distillation.last_error}")
+        if distillation.failed_batches:
+            _write(f"           a batch failed (see the daemon log); latest: {distillation.last_failure}")
+    return EXIT_OK
+
+
+def cmd_distill(args: argparse.Namespace, settings: Settings) -> int:
+    queued = _with_client(settings, lambda c: c.distil(args.session))
+    if args.json:
+        _dump(queued)
+    elif queued.queued:
+        _write(f"session {args.session} queued for distillation; `mnemo status` shows progress")
+    else:
+        _write(f"mnemo: error: {queued.reason}", sys.stderr)
+    return EXIT_OK if queued.queued else EXIT_ERROR
+
+
+def cmd_judge_log(args: argparse.Namespace, settings: Settings) -> int:
+    if not 1 <= args.limit <= 1_000:
+        raise InputError("limit: must be between 1 and 1,000")
+    log = _with_client(settings, lambda c: c.judge_log(args.limit, args.session))
+    if args.json:
+        _dump(log)
+        return EXIT_OK
+    if not log.entries:
+        _write("the judge has decided nothing yet")
+    for entry in log.entries:
+        memory = entry.detail.get("memory")
+        what = memory.get("what", "") if isinstance(memory, dict) else ""
+        head = f"{entry.at:%Y-%m-%d %H:%M:%S}  {entry.action:<13} {entry.memory}"
+        _write(f"{head}  {entry.session}  {entry.namespace}")
+        _write(f"    {what}")
+        _write(f"    {entry.reason}")
+        comparisons = entry.detail.get("comparisons")
+        for comparison in comparisons if isinstance(comparisons, list) else []:
+            probabilities = comparison["relation"]["probabilities"]
+            best = max(probabilities, key=probabilities.get)
+            guard = "; guard: " + "; ".join(comparison["guard"]) if comparison["guard"] else ""
+            _write(f"    vs {comparison['existing']}: {best} {probabilities[best]:.2f}{guard}")
     return EXIT_OK
 
 
@@ -401,6 +459,8 @@ def cmd_daemon(args: argparse.Namespace, settings: Settings) -> int:
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
+    "distill": cmd_distill,
+    "judge-log": cmd_judge_log,
     "remember": cmd_remember,
     "recall": cmd_recall,
     "recall-episode": cmd_recall_episode,

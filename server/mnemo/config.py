@@ -127,6 +127,11 @@ class Settings(BaseModel):
             "work waits for the next day. 0: no cap."
         ),
     )
+    distill_idle_s: float = Field(
+        default=120.0,
+        gt=0,
+        description="A session quiet this many seconds is distilled (also at compaction and session end).",
+    )
     decision_fallback_confidence: float = Field(
         default=0.7,
         gt=0.5,

@@ -43,6 +43,55 @@ class ModelStatus(BaseModel):
     by_model: list[ModelSpend]
 
 
+class DistillStatus(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enabled: bool = Field(description="Whether a language model is configured (llm_url).")
+    running: str = Field(description="The session being distilled now ('' when none).")
+    batches_done: int = Field(description="Batches finished since the daemon started.")
+    memories_added: int = Field(description="Memories those batches added.")
+    paused_until: datetime | None = Field(description="Model work waits until then (cap spent, or back-off).")
+    last_error: str = Field(description="Why the last attempt failed ('' after a success).")
+    failed_batches: int = Field(
+        description="Batches whose extraction stayed unusable (stored, never retried)."
+    )
+    last_failure: str = Field(description="The newest failed batch's error.")
+
+
+class DistillRequest(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    session: Annotated[str, Field(min_length=1, max_length=500)]
+
+
+class DistillQueued(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    queued: bool
+    reason: str = ""
+
+
+class JudgeLogEntry(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    at: datetime
+    batch: str
+    session: str
+    namespace: str
+    memory: str = Field(description="The judged memory's id (stored only when the action is add or close).")
+    action: str = Field(description="add, merge, close or episodes_only.")
+    target: str = Field(description="The memory merged into ('' unless merge).")
+    closes: list[str]
+    reason: str
+    detail: dict[str, object] = Field(description="The memory, each question's probabilities, the guard.")
+
+
+class JudgeLog(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    entries: list[JudgeLogEntry]
+
+
 class Status(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -59,6 +108,7 @@ class Status(BaseModel):
     index_ready: bool = Field(description="Whether the in-RAM index has been built from the store.")
     embedding_backlog: int = Field(description="Memories and episode passages still waiting for a vector.")
     language_model: ModelStatus
+    distillation: DistillStatus
 
 
 class AppendRequest(BaseModel):

@@ -9,6 +9,8 @@ Routes (all JSON, all under ``/v1``)::
     POST /v1/memories                  RememberRequest → Memory
     POST /v1/memories/forget           {"id": …, "reason": …} → Memory
     POST /v1/recall                    RecallRequest → RecallResult
+    POST /v1/distill                   {"session": …} → {"queued": …, "reason": …}
+    GET  /v1/judge-log?limit=&session= the judge's decisions, newest first
     POST /v1/shutdown                  asks the daemon to exit
 
 Errors are ``{"error": {"type": <MnemoError subclass name>, "message": …}}`` with the status the
@@ -31,7 +33,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mnemo.daemon.api import AppendRequest, AppendResponse, ForgetRequest
+from mnemo.daemon.api import AppendRequest, AppendResponse, DistillRequest, ForgetRequest
 from mnemo.daemon.service import MemoryService
 from mnemo.errors import InputError, MnemoError, describe_validation_error
 from mnemo.memories import RememberRequest
@@ -136,6 +138,19 @@ def build_app(
     async def recall(request: Request) -> Response:
         return _json(await service.recall(await _parse(request, RecallRequest)))
 
+    async def distil(request: Request) -> Response:
+        body = await _parse(request, DistillRequest)
+        return _json(service.distil(body.session))
+
+    async def judge_log(request: Request) -> Response:
+        try:
+            limit = int(request.query_params.get("limit", "20"))
+        except ValueError:
+            raise InputError("limit: must be a whole number") from None
+        if not 1 <= limit <= 1_000:
+            raise InputError("limit: must be between 1 and 1,000")
+        return _json(await service.judge_log(limit, request.query_params.get("session") or None))
+
     async def shutdown(request: Request) -> Response:
         logger.info("shutdown requested over the API")
         request_exit()
@@ -157,6 +172,7 @@ def build_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with anyio.create_task_group() as tg:
             tg.start_soon(service.writer.run)
+            tg.start_soon(service.run_distillation)
             tg.start_soon(watch_idle)
             tg.start_soon(build_then_embed)
             yield
@@ -175,6 +191,8 @@ def build_app(
             Route("/v1/memories", remember, methods=["POST"]),
             Route("/v1/memories/forget", forget, methods=["POST"]),
             Route("/v1/recall", recall, methods=["POST"]),
+            Route("/v1/distill", distil, methods=["POST"]),
+            Route("/v1/judge-log", judge_log, methods=["GET"]),
             Route("/v1/shutdown", shutdown, methods=["POST"]),
         ],
         exception_handlers=handlers,

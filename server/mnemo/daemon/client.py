@@ -14,12 +14,21 @@ import logging
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
+from urllib.parse import urlencode
 
 import anyio.to_thread
 from pydantic import BaseModel, ValidationError
 
 from mnemo.config import Settings
-from mnemo.daemon.api import AppendRequest, AppendResponse, ForgetRequest, Status
+from mnemo.daemon.api import (
+    AppendRequest,
+    AppendResponse,
+    DistillQueued,
+    DistillRequest,
+    ForgetRequest,
+    JudgeLog,
+    Status,
+)
 from mnemo.daemon.launcher import ensure_daemon
 from mnemo.daemon.wire import Dropped, Refused, Response, UnixHTTP
 from mnemo.episodes import AppendResult, EpisodeIn, new_id
@@ -107,6 +116,14 @@ class DaemonClient:
 
     async def recall_episodes(self, request: RecallEpisodeRequest) -> EpisodesResult:
         return await self._request("POST", "/v1/episodes/query", request, EpisodesResult)
+
+    async def distil(self, session: str) -> DistillQueued:
+        body = validated(DistillRequest, {"session": session})
+        return await self._request("POST", "/v1/distill", body, DistillQueued)
+
+    async def judge_log(self, limit: int = 20, session: str | None = None) -> JudgeLog:
+        query = urlencode({"limit": limit, **({"session": session} if session else {})})
+        return await self._request("GET", f"/v1/judge-log?{query}", None, JudgeLog)
 
     async def status(self) -> Status:
         return await self._request("GET", "/v1/status", None, Status)

@@ -9,6 +9,7 @@ calls costs a few inserts, not one each, and nothing is acknowledged before it i
 from __future__ import annotations
 
 import gc
+import json
 import logging
 import os
 import time
@@ -25,7 +26,17 @@ import numpy.typing as npt
 from mnemo import __version__
 from mnemo.clock import utc_now
 from mnemo.config import Settings, redact_dsn
-from mnemo.daemon.api import Health, ModelSpend, ModelStatus, Status
+from mnemo.daemon.api import (
+    DistillQueued,
+    DistillStatus,
+    Health,
+    JudgeLog,
+    JudgeLogEntry,
+    ModelSpend,
+    ModelStatus,
+    Status,
+)
+from mnemo.daemon.distilling import DistillLoop
 from mnemo.distill.meter import TokenMeter
 from mnemo.embed import Embedder
 from mnemo.episodes import (
@@ -147,6 +158,7 @@ class MemoryService:
         self._limiter = anyio.CapacityLimiter(1)
         self.engine = RecallEngine(embedder)
         self.meter = TokenMeter(store, settings.llm_daily_token_cap)
+        self.distilling = DistillLoop(store, self.engine, settings, self.meter)
         self._index_ready = anyio.Event()
         self._embedder_limiter = anyio.CapacityLimiter(1)
         self._backlog_added = anyio.Event()
@@ -168,6 +180,8 @@ class MemoryService:
     async def status(self) -> Status:
         counts = await self._call(self._store.counts)
         spend = await self._call(self.meter.today)
+        failed = await self._call(self._store.failed_batches, 1) if self.distilling.state.enabled else []
+        state = self.distilling.state
         return Status(
             version=__version__,
             pid=os.getpid(),
@@ -197,6 +211,45 @@ class MemoryService:
                     for u in spend.by_model
                 ],
             ),
+            distillation=DistillStatus(
+                enabled=state.enabled,
+                running=state.running,
+                batches_done=state.batches_done,
+                memories_added=state.memories_added,
+                paused_until=state.paused_until,
+                last_error=state.last_error,
+                failed_batches=len(failed),
+                last_failure=failed[0].error if failed else "",
+            ),
+        )
+
+    # -- distillation --------------------------------------------------------------------------
+
+    def distil(self, session: str) -> DistillQueued:
+        """Distil ``session`` now (the PreCompact and SessionEnd hooks ask this)."""
+        if not self.distilling.state.enabled:
+            return DistillQueued(queued=False, reason="no language model is configured (llm_url, llm_model)")
+        self.distilling.request(session)
+        return DistillQueued(queued=True)
+
+    async def judge_log(self, limit: int, session: str | None) -> JudgeLog:
+        rows = await self._call(self._store.judge_log, limit, session)
+        return JudgeLog(
+            entries=[
+                JudgeLogEntry(
+                    at=r.at,
+                    batch=r.batch,
+                    session=r.session,
+                    namespace=r.namespace,
+                    memory=r.memory,
+                    action=r.action,
+                    target=r.target,
+                    closes=r.closes,
+                    reason=r.reason,
+                    detail=json.loads(r.detail),
+                )
+                for r in rows
+            ]
         )
 
     # -- the index -----------------------------------------------------------------------------
@@ -275,6 +328,10 @@ class MemoryService:
     def _wake_embedder(self) -> None:
         self._backlog_added.set()
 
+    async def run_distillation(self) -> None:
+        """The writer's loop (a no-op without a model); runs for the daemon's whole life."""
+        await self.distilling.run(self._index_ready)
+
     async def run_embedding(self) -> None:
         """Give every indexed item a vector of the active model, in the background, forever."""
         embedder = self.engine.embedder
@@ -298,8 +355,9 @@ class MemoryService:
 
     @property
     def is_busy(self) -> bool:
-        """Work that should keep the daemon alive: pending writes or an embedding backlog."""
-        return self.writer.pending > 0 or self.engine.backlog > 0
+        """Work that should keep the daemon alive: pending writes, an embedding backlog, a batch
+        being distilled (a session waiting for a model that is down does not keep it alive)."""
+        return self.writer.pending > 0 or self.engine.backlog > 0 or self.distilling.is_busy
 
     async def append(self, incoming: Sequence[EpisodeIn]) -> list[AppendResult]:
         """Store each acceptable episode; refused ones come back with ``error`` and are not stored."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -122,11 +123,37 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+class _OneAtATime:
+    """The client's calls, one at a time: the daemon's event loop, its embedding and the writer's
+    thread all use the one connection, and a chDB session is not made for concurrent queries."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self._lock = threading.RLock()
+
+    def query(self, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return self._client.query(*args, **kwargs)
+
+    def command(self, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return self._client.command(*args, **kwargs)
+
+    def insert(self, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return self._client.insert(*args, **kwargs)
+
+    def close(self) -> None:
+        with self._lock:
+            self._client.close()
+
+
 class ClickHouseStore(DistillTables):
-    """Episodes, memories and entities in ClickHouse. Construct with :func:`open_store`."""
+    """Episodes, memories and entities in ClickHouse. Construct with :func:`open_store`.
+    Safe to call from several threads (calls are serialised)."""
 
     def __init__(self, client: Any, dsn_for_display: str) -> None:
-        self._client = client
+        self._client = _OneAtATime(client)
         self.dsn_for_display = dsn_for_display
 
     def close(self) -> None:

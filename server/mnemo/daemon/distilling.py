@@ -1,0 +1,123 @@
+"""The daemon's distillation loop: which session to distil when, and what status says about it.
+
+With a model configured (``llm_url``), the daemon holding the store — the writer; on an embedded
+store the one daemon is it — runs :class:`~mnemo.distill.writer.Distiller` on a worker thread,
+one session at a time:
+
+- at start, once the index is built, batches a stopped writer left started are finished or redone;
+- every ``POLL_S`` seconds, sessions quiet for ``distill_idle_s`` with episodes past their cursor;
+- at once, sessions asked for through :meth:`DistillLoop.request` (the API the PreCompact and
+  SessionEnd hooks call).
+
+A spent daily token cap pauses the loop until the next UTC day; an endpoint that fails backs it off
+(30 s, doubling up to 15 minutes). Both show in ``mnemo status``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import anyio
+import anyio.to_thread
+
+from mnemo.clock import utc_now
+from mnemo.config import Settings
+from mnemo.distill.decide import DecisionModel
+from mnemo.distill.llm import LLM
+from mnemo.distill.meter import TokenMeter
+from mnemo.distill.writer import BatchResult, Distiller
+from mnemo.errors import MnemoError, TokenCapError
+from mnemo.index.live import RecallEngine
+from mnemo.store import ClickHouseStore
+
+logger = logging.getLogger(__name__)
+POLL_S = 5.0
+BACKOFF_S = (30.0, 900.0)
+
+
+@dataclass
+class DistillState:
+    enabled: bool
+    running: str = ""  # the session being distilled
+    batches_done: int = 0
+    memories_added: int = 0
+    paused_until: datetime | None = None
+    last_error: str = ""
+
+
+class DistillLoop:
+    def __init__(
+        self, store: ClickHouseStore, engine: RecallEngine, settings: Settings, meter: TokenMeter
+    ) -> None:
+        self._store = store
+        self._meter = meter
+        self._idle = timedelta(seconds=settings.distill_idle_s)
+        self.state = DistillState(enabled=bool(settings.llm_url))
+        self._distiller: Distiller | None = None
+        if settings.llm_url:
+            llm = LLM(settings, meter)
+            self._distiller = Distiller(store, engine, llm, DecisionModel(llm, settings))
+        self._requested: list[str] = []
+        self._wake = anyio.Event()
+
+    def request(self, session: str) -> None:
+        """Distil ``session`` now rather than after it has been idle."""
+        if session not in self._requested:
+            self._requested.append(session)
+        self._wake.set()
+
+    @property
+    def is_busy(self) -> bool:
+        return bool(self.state.running)
+
+    async def run(self, index_ready: anyio.Event) -> None:
+        distiller = self._distiller
+        if distiller is None:
+            return
+        await index_ready.wait()
+        backoff = BACKOFF_S[0]
+        recovered = False
+        while True:
+            try:
+                if not recovered:
+                    self._count(await anyio.to_thread.run_sync(distiller.recover))
+                    recovered = True
+                for session in await self._due():
+                    self.state.running = session
+                    try:
+                        self._count(await anyio.to_thread.run_sync(distiller.distil_session, session))
+                    finally:
+                        self.state.running = ""
+                    if session in self._requested:
+                        self._requested.remove(session)
+                self.state.paused_until, self.state.last_error = None, ""
+                backoff = BACKOFF_S[0]
+                wait_s = POLL_S
+            except TokenCapError as exc:
+                spend = await anyio.to_thread.run_sync(self._meter.today)
+                self.state.paused_until = spend.resumes_at or utc_now() + timedelta(hours=1)
+                self.state.last_error = str(exc)
+                logger.info("distillation paused: %s", exc)
+                wait_s = max(POLL_S, (self.state.paused_until - utc_now()).total_seconds())
+            except Exception as exc:  # the loop outlives a failed batch: it is redone later
+                self.state.last_error = str(exc) if isinstance(exc, MnemoError) else repr(exc)
+                self.state.paused_until = utc_now() + timedelta(seconds=backoff)
+                if isinstance(exc, MnemoError):
+                    logger.warning("distillation failed, retrying in %.0f s: %s", backoff, exc)
+                else:
+                    logger.exception("distillation failed, retrying in %.0f s", backoff)
+                wait_s, backoff = backoff, min(BACKOFF_S[1], backoff * 2)
+            with anyio.move_on_after(wait_s):
+                await self._wake.wait()
+            self._wake = anyio.Event()
+
+    async def _due(self) -> list[str]:
+        idle = await anyio.to_thread.run_sync(self._store.sessions_waiting, utc_now() - self._idle)
+        return list(dict.fromkeys([*self._requested, *idle]))
+
+    def _count(self, results: list[BatchResult]) -> None:
+        for result in results:
+            self.state.batches_done += 1
+            self.state.memories_added += len(result.added)
