@@ -48,6 +48,9 @@ class LLMServer:
     requests: list[dict[str, Any]] = field(default_factory=list)
     supports_logprobs: bool = True
     delay_s: float = 0.0
+    # Called with each request's body before it is answered: a test's way to make the world move
+    # (time passes, another daemon acts) while the model is being asked.
+    on_request: Callable[[dict[str, Any]], None] | None = None
     _failures: list[int] = field(default_factory=list)
     url: str = ""
 
@@ -75,6 +78,8 @@ class LLMServer:
     async def _chat(self, request: Request) -> Response:
         body = await request.json()
         self.requests.append(body)
+        if self.on_request is not None:
+            self.on_request(body)
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
         if self._failures:

@@ -23,6 +23,7 @@ from mnemo.distill.writer import Distiller
 from mnemo.embed import load_embedder
 from mnemo.embed.fallback import FALLBACK_ID
 from mnemo.episodes import EpisodeIn, EpisodeIntake, NoRedaction, Role
+from mnemo.errors import TokenCapError
 from mnemo.index.live import RecallEngine
 from mnemo.memories import MemoryStatus
 from mnemo.store import ClickHouseStore
@@ -216,3 +217,30 @@ def test_an_unusable_extraction_fails_the_batch_visibly_and_the_session_moves_on
     [failed] = store.failed_batches()
     assert failed.id == result.batch.id and "unusable after 3 attempts" in failed.error
     assert store.session_cursor("s1") == failed.end and list(store.memories_page("", 10)) == []
+
+
+def test_a_tiny_daily_cap_stops_distillation_until_the_next_day(
+    settings: Settings, llm_server: LLMServer, store: ClickHouseStore
+) -> None:
+    _script(llm_server)
+    _record(store, [2, 3])
+    now = [datetime(2026, 3, 4, 23, 0, tzinfo=UTC)]
+    # On the scripted server session 2's batch costs 638 tokens, session 3's 812: a cap of 700
+    # lets the first through and stops the second after its extraction.
+    meter = TokenMeter(store, 700, lambda: now[0])
+    llm = LLM(settings, meter)
+    engine = RecallEngine(load_embedder(settings))
+    distiller = Distiller(store, engine, llm, DecisionModel(llm, settings), clock=lambda: now[0])
+    assert len(distiller.distil_session("s2")[0].added) == 1
+    with pytest.raises(TokenCapError, match="resumes at 2026-03-05 00:00 UTC"):
+        distiller.distil_session("s3")
+    [waiting] = store.started_batches()
+    assert waiting.session == "s3" and len(list(store.memories_page("", 10))) == 1
+
+    now[0] += timedelta(hours=1, minutes=30)  # the next UTC day
+    [resumed] = distiller.recover()
+    assert resumed.batch.id == waiting.id and len(resumed.added) == 1
+    assert sorted(m.what for m in store.memories_page("", 10)) == [
+        "Product pages are cached in Redis",
+        "The shop is deployed on Tuesdays",
+    ]

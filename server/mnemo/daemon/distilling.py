@@ -1,8 +1,8 @@
 """The daemon's distillation loop: which session to distil when, and what status says about it.
 
-With a model configured (``llm_url``), the daemon holding the store — the writer; on an embedded
-store the one daemon is it — runs :class:`~mnemo.distill.writer.Distiller` on a worker thread,
-one session at a time:
+With a model configured (``llm_url``), the daemon holding the writer lease
+(:mod:`mnemo.distill.lease`; on an embedded store the one daemon always holds it) runs
+:class:`~mnemo.distill.writer.Distiller` on a worker thread, one session at a time:
 
 - at start, once the index is built, batches a stopped writer left started are finished or redone;
 - every ``POLL_S`` seconds, sessions quiet for ``distill_idle_s`` with episodes past their cursor;
@@ -25,6 +25,7 @@ import anyio.to_thread
 from mnemo.clock import utc_now
 from mnemo.config import Settings
 from mnemo.distill.decide import DecisionModel
+from mnemo.distill.lease import WriterLease
 from mnemo.distill.llm import LLM
 from mnemo.distill.meter import TokenMeter
 from mnemo.distill.writer import BatchResult, Distiller
@@ -56,9 +57,12 @@ class DistillLoop:
         self._idle = timedelta(seconds=settings.distill_idle_s)
         self.state = DistillState(enabled=bool(settings.llm_url))
         self._distiller: Distiller | None = None
+        # An embedded store opens in one process only: its daemon is the writer, no lease needed
+        # (and a lease left by a killed predecessor must not hold the new daemon back).
+        self._lease = None if settings.store.startswith("chdb://") else WriterLease(store)
         if settings.llm_url:
             llm = LLM(settings, meter)
-            self._distiller = Distiller(store, engine, llm, DecisionModel(llm, settings))
+            self._distiller = Distiller(store, engine, llm, DecisionModel(llm, settings), lease=self._lease)
         self._requested: list[str] = []
         self._wake = anyio.Event()
 
@@ -81,6 +85,12 @@ class DistillLoop:
         recovered = False
         while True:
             try:
+                if self._lease is not None and not await anyio.to_thread.run_sync(self._lease.acquire):
+                    self.state.last_error = "another daemon holds the writer lease; it distils"
+                    with anyio.move_on_after(POLL_S):
+                        await self._wake.wait()
+                    self._wake = anyio.Event()
+                    continue
                 if not recovered:
                     self._count(await anyio.to_thread.run_sync(distiller.recover))
                     recovered = True

@@ -12,5 +12,6 @@
 - ``judge``   what a new memory does to the current ones near it: merge, close, add, or stay in
               the episodes — the decision model's answers, the 0.6 rule and the guard;
 - ``writer``  sessions distilled batch by batch past their cursor, so that a stop anywhere means
-              redo, never loss or duplicates (the daemon does not run it yet).
+              redo, never loss or duplicates (run by :mod:`mnemo.daemon.distilling`);
+- ``lease``   the writer lease: only its holder distils; a writer that lost it writes nothing.
 """

@@ -11,6 +11,9 @@ A batch is a pinned stretch of one session's episodes past its cursor, in arriva
    versions — in **one insert**, each row marked with the batch id: that insert is the commit;
 4. recorded as *done*; the session's cursor is the end of its last finished batch.
 
+With a :class:`~mnemo.distill.lease.WriterLease`, it is renewed before each memory is judged and
+checked right before step 3: a writer that lost it writes nothing and the batch stays started.
+
 A writer stopped anywhere redoes its *started* batches first: one whose rows are in the store is
 only marked done; one whose rows are not is redone over the same episodes. An extraction the model
 keeps getting wrong marks the batch *failed* (shown by `mnemo status`; its episodes stay searchable)
@@ -33,6 +36,7 @@ from mnemo.clock import utc_now
 from mnemo.distill.decide import Decision, DecisionModel
 from mnemo.distill.extract import Draft, ExtractionError, extract, transcript
 from mnemo.distill.judge import Action, Judgement, judge
+from mnemo.distill.lease import LeaseLostError, WriterLease
 from mnemo.distill.llm import LLM
 from mnemo.embed import Embedder
 from mnemo.episodes import Episode
@@ -69,6 +73,7 @@ class Distiller:
         llm: LLM,
         decisions: DecisionModel,
         clock: Callable[[], datetime] = utc_now,
+        lease: WriterLease | None = None,
     ) -> None:
         self._store = store
         self._engine = engine
@@ -76,6 +81,7 @@ class Distiller:
         self._decisions = decisions
         self._embedder: Embedder | None = engine.embedder
         self._clock = clock
+        self._lease = lease
 
     def recover(self) -> list[BatchResult]:
         """Finish or redo the batches a stopped writer left started."""
@@ -138,6 +144,7 @@ class Distiller:
         vectors: dict[str, Vector] = {}
         now = self._clock()
         for seq, draft in enumerate(drafts):
+            self._renew()
             memory = self._new_memory(batch, seq, draft, by_id, now)
             vector = None
             if self._embedder is not None:
@@ -185,6 +192,8 @@ class Distiller:
                 )
                 result.closed.append(old_id)
         rows = list(pending.values())
+        if self._lease is not None:
+            self._lease.check()  # a writer that lost the lease stops before it writes
         self._store.put_judge_log(log)
         if rows:
             entities = {entity_key(e.name): e.name for m in rows for e in m.entities}
@@ -193,6 +202,10 @@ class Distiller:
         self._finish(batch, "done", memories=len(result.added))
         self._index(rows, vectors)
         return result
+
+    def _renew(self) -> None:
+        if self._lease is not None and not self._lease.acquire():
+            raise LeaseLostError(f"another daemon took the writer lease from {self._lease.holder}")
 
     def _index(self, rows: Sequence[Memory], vectors: dict[str, Vector]) -> None:
         """Make the batch's rows recallable at once, with the new memories' vectors stored too."""

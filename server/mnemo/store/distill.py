@@ -184,3 +184,37 @@ class DistillTables:
             values["at"] = as_stored(values["at"])
             found.append(JudgeLogRow(**values))
         return found
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    holder: str
+    token: int
+    expires_at: datetime
+
+
+class LeaseTable:
+    _client: Any
+
+    def _translated(self, action: str) -> AbstractContextManager[None]:
+        raise NotImplementedError
+
+    def read_lease(self, name: str) -> Lease | None:
+        sql = (
+            "SELECT holder, token, expires_at FROM writer_lease FINAL WHERE name = {name:String} "
+            "ORDER BY version DESC LIMIT 1"
+        )
+        with self._translated("reading the writer lease"):
+            rows = self._client.query(sql, parameters={"name": name}).result_rows
+        if not rows:
+            return None
+        holder, token, expires_at = rows[0]
+        return Lease(str(holder), int(token), as_stored(expires_at))
+
+    def write_lease(self, name: str, lease: Lease) -> None:
+        with self._translated("writing the writer lease"):
+            self._client.insert(
+                "writer_lease",
+                [[name, lease.holder, lease.token, as_stored(lease.expires_at), time.time_ns()]],
+                column_names=["name", "holder", "token", "expires_at", "version"],
+            )

@@ -186,4 +186,21 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        5,
+        "the writer lease",
+        (
+            # One row per claim or renewal; the newest version is the lease. ClickHouse has no
+            # compare-and-swap: a claimant writes, waits, and reads back who won (mnemo.distill.lease).
+            """
+            CREATE TABLE IF NOT EXISTS writer_lease (
+                name LowCardinality(String),
+                holder String,
+                token UInt64,
+                expires_at DateTime64(3, 'UTC'),
+                version UInt64
+            ) ENGINE = ReplacingMergeTree(version) ORDER BY name
+            """,
+        ),
+    ),
 )
