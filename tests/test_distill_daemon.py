@@ -138,3 +138,22 @@ def test_asking_for_distillation_without_a_model_says_so(home: Home) -> None:
     result = home.mnemo("distill", "s1", check=False)
     assert result.returncode == 1 and "no language model is configured" in result.stderr
     assert home.mnemo("judge-log").stdout.strip() == "the judge has decided nothing yet"
+
+
+def test_an_unusable_extraction_is_a_failure_status_shows(home: Home, llm_server: LLMServer) -> None:
+    llm_server.answer(contains="Transcript:", text="Sure! Here are the memories: deploys on Tuesday.")
+    configured = _configured(home, llm_server, MNEMO_DISTILL_IDLE_S="3600")
+
+    async def run() -> None:
+        async with DaemonClient(configured.settings) as client:
+            await client.append(EPISODES)
+            assert (await client.distil("s2")).queued
+            await _wait_for(client, lambda s: s.distillation.failed_batches == 1)
+
+    anyio.run(run)
+    status = configured.mnemo("status").stdout
+    assert (
+        "a batch failed (see the daemon log); latest: the model's extraction was unusable after 3" in status
+    )
+    assert len(llm_server.requests) == 3  # bounded: three attempts, then the batch is recorded as failed
+    assert configured.mnemo("judge-log").stdout.strip() == "the judge has decided nothing yet"

@@ -136,10 +136,11 @@ def test_the_daily_cap_stops_model_work_until_the_next_utc_day(
 def test_decisions_read_option_probabilities_from_the_first_tokens_logprobs(
     home: Home, llm_server: LLMServer, store: ClickHouseStore
 ) -> None:
-    # Variants of one letter ("B", " B", "b.") add up; other tokens ("The") are ignored.
+    # Variants of one letter ("B", " B", "b.") and its name ("updates") add up; other tokens
+    # ("The") are ignored.
     llm_server.answer(
         contains="How does the NEW memory relate",
-        choices={"B": 0.5, " B": 0.1, "b.": 0.1, "A": 0.15, "The": 0.1, "D": 0.05},
+        choices={"B": 0.4, " B": 0.1, "b.": 0.1, " updates": 0.1, "A": 0.15, "The": 0.1, "D": 0.05},
     )
     decisions = DecisionModel(_llm(home, llm_server, store), _settings(home, llm_server))
     decision = decisions.ask(RELATION, "EXISTING: deploys are on Tuesday\nNEW: deploys moved to Thursday")

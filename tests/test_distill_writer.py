@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -36,21 +37,10 @@ YES = {"A": 0.9, "B": 0.1}
 UPDATES = {"B": 0.85, "A": 0.08, "C": 0.04, "D": 0.03}
 UNRELATED = {"D": 0.9, "A": 0.05, "B": 0.03, "C": 0.02}
 
+SCENARIO = json.loads((Path(__file__).parent / "data" / "deploy_day.json").read_text())
 SESSIONS: dict[int, list[tuple[Role, str]]] = {
-    1: [(Role.USER, "Set up the CI pipeline for the shop"), (Role.ASSISTANT, "CI now runs on every push.")],
-    2: [
-        (Role.USER, "From now on we deploy the shop on Tuesdays."),
-        (Role.ASSISTANT, "Understood, deploys go out on Tuesday."),
-    ],
-    3: [(Role.USER, "Cache the product pages"), (Role.ASSISTANT, "Added a Redis cache for product pages.")],
-    4: [(Role.USER, "Why is checkout slow?"), (Role.ASSISTANT, "The payment call has no timeout.")],
-    5: [(Role.USER, "Rename the billing job"), (Role.ASSISTANT, "Renamed it to billing-nightly.")],
-    6: [
-        (Role.USER, "Deploys move to Thursday: QA needs Wednesday to test the release."),
-        (Role.ASSISTANT, "Done, the release checklist now says Thursday."),
-    ],
-    7: [(Role.USER, "Bump the linter"), (Role.ASSISTANT, "Ruff is on the new version.")],
-    8: [(Role.USER, "Write the changelog"), (Role.ASSISTANT, "Changelog written.")],
+    int(number): [(Role(turn["role"]), turn["text"]) for turn in turns]
+    for number, turns in SCENARIO["sessions"].items()
 }
 EXTRACTED = {
     2: [{"type": "decision", "what": "The shop is deployed on Tuesdays", "who": "team",

@@ -4,7 +4,8 @@ The model never writes free text here. Each question lists its options as single
 (``A``, ``B`` …, one token in every tokenizer we know); the model answers with one token at
 temperature 0, and the probability of each option is read from the first token's
 ``top_logprobs``: the mass of the tokens that spell the option (``A``, `` A``, ``a``, ``A.``,
-``(A``) is summed, then the options are normalised to sum to 1. Then calibration, per question:
+``(A``) or name it (``yes``, ``Same``: small models often answer the word) is summed, then
+the options are normalised to sum to 1. Then calibration, per question:
 ``p ∝ exp(log p / T + bias[option])`` with T and the biases fitted on labelled decisions by
 ``tools/fit_calibration.py`` (settings ``calibration``); without fitted parameters T = 1 and no bias,
 and the decision says so (``calibrated`` is False).
@@ -122,7 +123,7 @@ class DecisionModel:
             max_tokens=1,
             top_logprobs=10,
         )
-        answered = _option_of(reply.text, question.letters)
+        answered = _option_of(reply.text, question)
         raw = None if reply.top_logprobs is None else option_probabilities(reply.top_logprobs, question)
         if raw is None:
             if answered is None:
@@ -147,20 +148,25 @@ def answered_meaning(question: ClosedQuestion, letter: str) -> str:
     return question.options[question.letters.index(letter)]
 
 
-def _option_of(token: str, letters: str) -> str | None:
-    """The option letter a token spells (``A``, `` a``, ``A.``, ``(A)``), or None."""
+def _option_of(token: str, question: ClosedQuestion) -> str | None:
+    """The option letter a token spells (``A``, `` a``, ``A.``, ``(A)``) — or names: a model that
+    answers ``Yes`` or ``same`` instead of the letter means that option — or None."""
     match = re.fullmatch(r"\s*\(?\s*([A-Za-z])\s*[).:]?\s*", token)
-    if match is None:
-        return None
-    letter = match.group(1).upper()
-    return letter if letter in letters else None
+    if match is not None:
+        letter = match.group(1).upper()
+        return letter if letter in question.letters else None
+    word = token.strip(" \t\n.:()").lower()
+    for letter, name in zip(question.letters, question.options, strict=True):
+        if word and word == name:
+            return letter
+    return None
 
 
 def option_probabilities(top: list[tuple[str, float]], question: ClosedQuestion) -> dict[str, float] | None:
     """Normalised probability of each option from a token's alternatives; None if none is an option."""
     mass = dict.fromkeys(question.letters, 0.0)
     for token, logprob in top:
-        letter = _option_of(token, question.letters)
+        letter = _option_of(token, question)
         if letter is not None:
             mass[letter] += math.exp(logprob)
     total = sum(mass.values())
