@@ -345,7 +345,9 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
             until = f"{distillation.paused_until:%Y-%m-%d %H:%M:%S} UTC"
             _write(f"           paused until {until}: {distillation.last_error}")
         if distillation.failed_batches:
-            _write(f"           a batch failed (see the daemon log); latest: {distillation.last_failure}")
+            count = distillation.failed_batches
+            latest = distillation.last_failure
+            _write(f"           {count:,} failed batch(es), see the daemon log; latest: {latest}")
     return EXIT_OK
 
 

@@ -274,6 +274,11 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             problems.append(f"{path} (from {sources.get(key, 'defaults')}): {error['msg']}")
         raise ConfigError("invalid mnemo settings: " + "; ".join(problems)) from None
     _check_store_dsn(settings.store, sources.get("store", "defaults"))
+    if settings.llm_url and not settings.llm_model:
+        raise ConfigError(
+            f"llm_url is set (from {sources.get('llm_url', 'defaults')}) but llm_model is empty: "
+            'name the model to ask (e.g. llm_model = "qwen2.5-coder:1.5b")'
+        )
     if len(os.fsencode(settings.socket_path)) > MAX_SOCKET_PATH_BYTES:
         raise ConfigError(
             f"the daemon socket path {settings.socket_path} is longer than unix sockets allow "

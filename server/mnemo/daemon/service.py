@@ -181,6 +181,7 @@ class MemoryService:
         counts = await self._call(self._store.counts)
         spend = await self._call(self.meter.today)
         failed = await self._call(self._store.failed_batches, 1) if self.distilling.state.enabled else []
+        failed_count = await self._call(self._store.count_failed_batches) if failed else 0
         state = self.distilling.state
         return Status(
             version=__version__,
@@ -218,7 +219,7 @@ class MemoryService:
                 memories_added=state.memories_added,
                 paused_until=state.paused_until,
                 last_error=state.last_error,
-                failed_batches=len(failed),
+                failed_batches=failed_count,
                 last_failure=failed[0].error if failed else "",
             ),
         )

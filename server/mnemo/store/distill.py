@@ -99,6 +99,12 @@ class DistillTables:
     def failed_batches(self, limit: int = 20) -> list[Batch]:
         return self._batches("status = 'failed'", {}, "updated_at DESC", limit)
 
+    def count_failed_batches(self) -> int:
+        with self._translated("counting failed batches"):
+            return int(
+                self._client.command("SELECT count() FROM distill_batches FINAL WHERE status = 'failed'")
+            )
+
     def session_cursor(self, session: str) -> tuple[datetime, str] | None:
         """The end of the session's last finished batch: its episodes up to there are done."""
         found = self._batches(
