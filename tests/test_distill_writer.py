@@ -166,8 +166,11 @@ def test_deploy_day_moves_to_thursday_and_tuesday_becomes_history(
     assert tuesday.status is MemoryStatus.CLOSED and tuesday.closed_by == thursday.id
     assert tuesday.valid_to == thursday.valid_from == START + timedelta(days=6)
     assert thursday.why == "QA needs Wednesday to test the release" and thursday.sources == ["s6-0"]
-    detail = json.loads(log_thursday.detail)
-    assert detail["comparisons"][0]["relation"]["probabilities"]["updates"] > 0.6
+    detail = json.loads(log_thursday.detail)  # the judge's inputs and outputs
+    [compared] = [c for c in detail["comparisons"] if c["existing"] == tuesday.id]
+    assert compared["existing_text"] == "The shop is deployed on Tuesdays"
+    assert compared["relation"]["probabilities"]["updates"] > 0.6 and compared["guard"] == []
+    assert detail["source"].startswith("[s6-0] person (ana): Deploys move to Thursday")
     # Sessions with nothing worth keeping leave no memory, and nothing is distilled twice.
     assert distiller.distil_session("s6") == []
     assert sum(1 for _ in store.memories_page("", 100)) == 4

@@ -55,6 +55,7 @@ class Action(StrEnum):
 @dataclass(frozen=True, slots=True)
 class Comparison:
     existing: str  # the candidate memory's id
+    existing_text: str  # as the judge read it
     relation: Decision
     guard: GuardVerdict
 
@@ -76,6 +77,7 @@ class Judgement:
     comparisons: tuple[Comparison, ...] = ()
     about_new: dict[str, Decision] = field(default_factory=dict)
     reason: str = ""
+    source: str = ""  # what the judge read of the source (fragments of a long one)
 
 
 def statement(what: str, why: str = "", how: str = "") -> str:
@@ -112,7 +114,11 @@ def judge(
         stored = new.model_copy(update={"why": ""})
     if about_new[USEFUL.id].probabilities["no"] >= THRESHOLD:
         return Judgement(
-            Action.EPISODES_ONLY, stored, about_new=about_new, reason="not useful to a later conversation"
+            Action.EPISODES_ONLY,
+            stored,
+            about_new=about_new,
+            reason="not useful to a later conversation",
+            source=shown_source,
         )
 
     comparisons = []
@@ -121,7 +127,9 @@ def judge(
         existing_text = statement(existing.what or existing.content, existing.why, existing.how)
         pair = f"EXISTING memory: {existing_text}\nNEW memory: {stored_text}"
         comparisons.append(
-            Comparison(existing.id, decisions.ask(RELATION, pair), compare(existing_text, new_text))
+            Comparison(
+                existing.id, existing_text, decisions.ask(RELATION, pair), compare(existing_text, new_text)
+            )
         )
 
     same = [c for c in comparisons if c.verdict[0] == "same" and c.verdict[1] >= THRESHOLD]
@@ -134,6 +142,7 @@ def judge(
             comparisons=tuple(comparisons),
             about_new=about_new,
             reason=f"the same as {target.existing} (p {target.verdict[1]:.2f})",
+            source=shown_source,
         )
     closing = [
         c for c in comparisons if c.verdict[0] in {"updates", "contradicts"} and c.verdict[1] >= THRESHOLD
@@ -147,12 +156,20 @@ def judge(
             comparisons=tuple(comparisons),
             about_new=about_new,
             reason=named,
+            source=shown_source,
         )
     vetoed = [c.existing for c in comparisons if c.relation.best[0] == "same" and c.guard.blocks]
     reason = (
         f"guard kept apart from {', '.join(vetoed)}" if vetoed else "nothing current it repeats or replaces"
     )
-    return Judgement(Action.ADD, stored, comparisons=tuple(comparisons), about_new=about_new, reason=reason)
+    return Judgement(
+        Action.ADD,
+        stored,
+        comparisons=tuple(comparisons),
+        about_new=about_new,
+        reason=reason,
+        source=shown_source,
+    )
 
 
 def source_fragments(source: str, memory: str, embedder: Embedder | None, limit: int = SOURCE_CHARS) -> str:

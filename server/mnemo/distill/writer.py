@@ -266,9 +266,15 @@ class Distiller:
 
         detail = {
             "memory": verdict.memory.model_dump(),
+            "source": verdict.source,
             "about_new": {k: shown(d) for k, d in verdict.about_new.items()},
             "comparisons": [
-                {"existing": c.existing, "relation": shown(c.relation), "guard": list(c.guard.reasons)}
+                {
+                    "existing": c.existing,
+                    "existing_text": c.existing_text,
+                    "relation": shown(c.relation),
+                    "guard": list(c.guard.reasons),
+                }
                 for c in verdict.comparisons
             ],
         }
