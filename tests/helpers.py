@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 
 import anyio
@@ -70,6 +71,16 @@ def store_held_by_another_process(path: Path) -> Iterator[int]:
             holder.stdin.close()
             holder.wait(timeout=60)
             holder.stdout.close()
+
+
+class Clock:
+    """An injectable clock that a test moves by hand (``clock.now += timedelta(...)``)."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
 
 
 def is_alive(pid: int) -> bool:

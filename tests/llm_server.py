@@ -17,7 +17,6 @@ request body is kept in ``server.requests``.
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import socket
 import threading
@@ -175,7 +174,3 @@ def running_llm_server() -> Iterator[LLMServer]:
         runner.should_exit = True
         thread.join(timeout=10)
         sock.close()
-
-
-def json_reply(payload: object) -> str:
-    return json.dumps(payload, ensure_ascii=False)

@@ -15,20 +15,17 @@ from mnemo.embed import load_embedder
 from mnemo.index.live import RecallEngine
 from mnemo.store import ClickHouseStore
 from tests.conftest import Home
+from tests.helpers import Clock
 from tests.llm_server import LLMServer
 from tests.test_distill_writer import _record, _script
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
+def _clock() -> Clock:
+    return Clock(datetime(2026, 3, 2, 12, 0, tzinfo=UTC))
 
 
 def test_one_writer_holds_the_lease_until_it_stalls_past_its_expiry(store: ClickHouseStore) -> None:
-    clock = Clock()
+    clock = _clock()
     a = WriterLease(store, "daemon-a", clock, settle_s=0)
     b = WriterLease(store, "daemon-b", clock, settle_s=0)
     assert a.acquire() and not b.acquire()
@@ -52,7 +49,7 @@ def test_a_writer_that_lost_the_lease_stops_before_it_writes(
     settings = home.with_env(
         MNEMO_LLM_URL=llm_server.url, MNEMO_LLM_MODEL="scripted-1", MNEMO_EMBEDDER="use-multilingual-v3"
     ).settings
-    clock = Clock()
+    clock = _clock()
     a = WriterLease(store, "daemon-a", clock, settle_s=0)
     b = WriterLease(store, "daemon-b", clock, settle_s=0)
     assert a.acquire()

@@ -16,17 +16,14 @@ from mnemo.distill.meter import TokenMeter
 from mnemo.errors import ConfigError, ModelError, TokenCapError
 from mnemo.store import ClickHouseStore
 from tests.conftest import Home
+from tests.helpers import Clock
 from tests.llm_server import LLMServer
 
 KEY = "sk-test-0123456789abcdef"
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime(2026, 3, 2, 22, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
+def _clock() -> Clock:
+    return Clock(datetime(2026, 3, 2, 22, 0, tzinfo=UTC))
 
 
 def _settings(home: Home, server: LLMServer, **extra: str) -> Settings:
@@ -38,14 +35,14 @@ def _llm(
     home: Home, server: LLMServer, store: ClickHouseStore, clock: Clock | None = None, **extra: str
 ) -> LLM:
     settings = _settings(home, server, **extra)
-    return LLM(settings, TokenMeter(store, settings.llm_daily_token_cap, clock or Clock()))
+    return LLM(settings, TokenMeter(store, settings.llm_daily_token_cap, clock or _clock()))
 
 
 def test_a_chat_goes_through_the_openai_client_and_is_metered(
     home: Home, llm_server: LLMServer, store: ClickHouseStore
 ) -> None:
     llm_server.answer(contains="deploy day", text="Thursday")
-    clock = Clock()
+    clock = _clock()
     llm = _llm(home, llm_server, store, clock)
     reply = llm.chat([Message("user", "What is the deploy day?")], purpose="test", max_tokens=5)
     assert reply.text == "Thursday"
@@ -109,7 +106,7 @@ def test_the_daily_cap_stops_model_work_until_the_next_utc_day(
     home: Home, llm_server: LLMServer, store: ClickHouseStore
 ) -> None:
     llm_server.answer(contains="ping", text="pong")
-    clock = Clock()
+    clock = _clock()
     prompt = [Message("user", "ping " + "x" * 95)]  # ~25 tokens a call on the scripted server
     llm = _llm(home, llm_server, store, clock, MNEMO_LLM_DAILY_TOKEN_CAP="40")
     llm.chat(prompt, purpose="test", max_tokens=2)

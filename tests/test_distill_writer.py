@@ -29,7 +29,7 @@ from mnemo.index.live import RecallEngine
 from mnemo.memories import MemoryStatus
 from mnemo.store import ClickHouseStore
 from tests.conftest import Home
-from tests.helpers import GEMMA, HAS_GEMMA, MODELS_DIR
+from tests.helpers import GEMMA, HAS_GEMMA, MODELS_DIR, Clock
 from tests.llm_server import LLMServer
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -217,20 +217,20 @@ def test_a_tiny_daily_cap_stops_distillation_until_the_next_day(
 ) -> None:
     _script(llm_server)
     _record(store, [2, 3])
-    now = [datetime(2026, 3, 4, 23, 0, tzinfo=UTC)]
+    clock = Clock(datetime(2026, 3, 4, 23, 0, tzinfo=UTC))
     # On the scripted server session 2's batch costs 638 tokens, session 3's 812: a cap of 700
     # lets the first through and stops the second after its extraction.
-    meter = TokenMeter(store, 700, lambda: now[0])
+    meter = TokenMeter(store, 700, clock)
     llm = LLM(settings, meter)
     engine = RecallEngine(load_embedder(settings))
-    distiller = Distiller(store, engine, llm, DecisionModel(llm, settings), clock=lambda: now[0])
+    distiller = Distiller(store, engine, llm, DecisionModel(llm, settings), clock=clock)
     assert len(distiller.distil_session("s2")[0].added) == 1
     with pytest.raises(TokenCapError, match="resumes at 2026-03-05 00:00 UTC"):
         distiller.distil_session("s3")
     [waiting] = store.started_batches()
     assert waiting.session == "s3" and len(list(store.memories_page("", 10))) == 1
 
-    now[0] += timedelta(hours=1, minutes=30)  # the next UTC day
+    clock.now += timedelta(hours=1, minutes=30)  # the next UTC day
     [resumed] = distiller.recover()
     assert resumed.batch.id == waiting.id and len(resumed.added) == 1
     assert sorted(m.what for m in store.memories_page("", 10)) == [

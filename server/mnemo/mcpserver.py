@@ -35,6 +35,7 @@ from mnemo.memories import (
     Memory,
     MemoryType,
     RememberRequest,
+    WText,
 )
 from mnemo.recall import MAX_QUERY_CHARS, EpisodesResult, RecallEpisodeRequest, RecallRequest, RecallResult
 
@@ -56,7 +57,6 @@ Namespace = Annotated[
         description="person:<name> or workspace:<id>; omit for all (recall) or the active person (remember).",
     ),
 ]
-WField = Annotated[str, Field(max_length=MAX_W_CHARS)]
 MemoryId = Annotated[
     str, Field(pattern=ID_PATTERN, description="A memory id, as returned by recall or remember.")
 ]
@@ -198,10 +198,10 @@ def build_server(settings: Settings) -> MCPServer[DaemonClient]:
             ),
         ],
         namespace: Namespace = None,
-        what: WField = "",
-        who: WField = "",
-        when: WField = "",
-        where: WField = "",
+        what: WText = "",
+        who: WText = "",
+        when: WText = "",
+        where: WText = "",
         why: Annotated[
             str,
             Field(max_length=MAX_W_CHARS, description="Only if the conversation says why; never invent it."),

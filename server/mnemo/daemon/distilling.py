@@ -84,27 +84,17 @@ class DistillLoop:
         backoff = BACKOFF_S[0]
         recovered = False
         while True:
+            wait_s = POLL_S
             try:
                 if self._lease is not None and not await anyio.to_thread.run_sync(self._lease.acquire):
                     self.state.last_error = "another daemon holds the writer lease; it distils"
-                    with anyio.move_on_after(POLL_S):
-                        await self._wake.wait()
-                    self._wake = anyio.Event()
-                    continue
-                if not recovered:
-                    self._count(await anyio.to_thread.run_sync(distiller.recover))
-                    recovered = True
-                for session in await self._due():
-                    self.state.running = session
-                    try:
-                        self._count(await anyio.to_thread.run_sync(distiller.distil_session, session))
-                    finally:
-                        self.state.running = ""
-                    if session in self._requested:
-                        self._requested.remove(session)
-                self.state.paused_until, self.state.last_error = None, ""
-                backoff = BACKOFF_S[0]
-                wait_s = POLL_S
+                else:
+                    if not recovered:
+                        self._count(await anyio.to_thread.run_sync(distiller.recover))
+                        recovered = True
+                    await self._distil_due(distiller)
+                    self.state.paused_until, self.state.last_error = None, ""
+                    backoff = BACKOFF_S[0]
             except TokenCapError as exc:
                 spend = await anyio.to_thread.run_sync(self._meter.today)
                 self.state.paused_until = spend.resumes_at or utc_now() + timedelta(hours=1)
@@ -123,9 +113,17 @@ class DistillLoop:
                 await self._wake.wait()
             self._wake = anyio.Event()
 
-    async def _due(self) -> list[str]:
+    async def _distil_due(self, distiller: Distiller) -> None:
+        """Sessions asked for, then sessions quiet for distill_idle_s, one at a time."""
         idle = await anyio.to_thread.run_sync(self._store.sessions_waiting, utc_now() - self._idle)
-        return list(dict.fromkeys([*self._requested, *idle]))
+        for session in dict.fromkeys([*self._requested, *idle]):
+            self.state.running = session
+            try:
+                self._count(await anyio.to_thread.run_sync(distiller.distil_session, session))
+            finally:
+                self.state.running = ""
+            if session in self._requested:
+                self._requested.remove(session)
 
     def _count(self, results: list[BatchResult]) -> None:
         for result in results:

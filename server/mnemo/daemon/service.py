@@ -8,6 +8,7 @@ calls costs a few inserts, not one each, and nothing is acknowledged before it i
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import logging
@@ -180,9 +181,9 @@ class MemoryService:
     async def status(self) -> Status:
         counts = await self._call(self._store.counts)
         spend = await self._call(self.meter.today)
-        failed = await self._call(self._store.failed_batches, 1) if self.distilling.state.enabled else []
-        failed_count = await self._call(self._store.count_failed_batches) if failed else 0
-        state = self.distilling.state
+        failed, last_failure = (
+            await self._call(self._store.failed_summary) if self.distilling.state.enabled else (0, "")
+        )
         return Status(
             version=__version__,
             pid=os.getpid(),
@@ -202,25 +203,10 @@ class MemoryService:
                 tokens_today=spend.tokens,
                 daily_cap=spend.cap,
                 resumes_at=spend.resumes_at,
-                by_model=[
-                    ModelSpend(
-                        model=u.model,
-                        prompt_tokens=u.prompt_tokens,
-                        completion_tokens=u.completion_tokens,
-                        calls=u.calls,
-                    )
-                    for u in spend.by_model
-                ],
+                by_model=[ModelSpend(**dataclasses.asdict(u)) for u in spend.by_model],
             ),
             distillation=DistillStatus(
-                enabled=state.enabled,
-                running=state.running,
-                batches_done=state.batches_done,
-                memories_added=state.memories_added,
-                paused_until=state.paused_until,
-                last_error=state.last_error,
-                failed_batches=failed_count,
-                last_failure=failed[0].error if failed else "",
+                **dataclasses.asdict(self.distilling.state), failed_batches=failed, last_failure=last_failure
             ),
         )
 

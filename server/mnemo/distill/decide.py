@@ -131,12 +131,10 @@ class DecisionModel:
                     f"the model answered {reply.text[:40]!r} to {question.id!r}, "
                     f"not one of {', '.join(question.letters)}"
                 )
+            meaning = answered_meaning(question, answered)
             rest = (1 - self._fallback) / (len(question.options) - 1)
-            raw = {
-                m: self._fallback if m == answered_meaning(question, answered) else rest
-                for m in question.options
-            }
-            return Decision(question.id, raw, raw, answered_meaning(question, answered), "answer", False)
+            raw = {m: self._fallback if m == meaning else rest for m in question.options}
+            return Decision(question.id, raw, raw, meaning, "answer", False)
         calibration = self._calibration.get(question.id)
         probabilities = calibrate(raw, calibration) if calibration is not None else raw
         # A letter with decoration we do not parse: the most probable option stands for it.

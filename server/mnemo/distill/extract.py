@@ -24,7 +24,7 @@ from mnemo.distill.llm import LLM, Message
 from mnemo.episodes import Episode, Role
 from mnemo.errors import ModelError, describe_validation_error
 from mnemo.injected import strip_injected
-from mnemo.memories import MAX_ENTITIES, MAX_W_CHARS, MemoryType
+from mnemo.memories import MAX_ENTITIES, MAX_W_CHARS, EntityRef, MemoryType, WText
 
 ATTEMPTS = 3
 MAX_MEMORIES = 20
@@ -55,14 +55,10 @@ Rules:
 - Nothing worth keeping: {"memories": []}."""
 
 
-class ExtractedEntity(BaseModel):
+class ExtractedEntity(EntityRef):
+    """An entity as a model names it: the stored reference's bounds, extra keys ignored."""
+
     model_config = ConfigDict(extra="ignore", frozen=True)
-
-    name: Annotated[str, Field(min_length=1, max_length=120)]
-    role: Annotated[str, Field(min_length=1, max_length=40)] = "subject"
-
-
-WField = Annotated[str, Field(max_length=MAX_W_CHARS)]
 
 
 class ExtractedMemory(BaseModel):
@@ -70,11 +66,11 @@ class ExtractedMemory(BaseModel):
 
     type: MemoryType
     what: Annotated[str, Field(min_length=1, max_length=MAX_W_CHARS)]
-    who: WField = ""
-    when: WField = ""
-    where: WField = ""
-    why: WField = ""
-    how: WField = ""
+    who: WText = ""
+    when: WText = ""
+    where: WText = ""
+    why: WText = ""
+    how: WText = ""
     entities: Annotated[list[ExtractedEntity], Field(max_length=MAX_ENTITIES)] = []
     sources: Annotated[list[str], Field(min_length=1, max_length=64)]
 

@@ -80,8 +80,9 @@ def compare(a: str, b: str) -> GuardVerdict:
         only_left, only_right = left[kind] - right[kind], right[kind] - left[kind]
         if only_left and only_right:
             reasons.append(f"{kind}: {_show(only_left)} vs {_show(only_right)}")
-    if has_negation(a) != has_negation(b):
-        reasons.append(f"negation: only in {'the first' if has_negation(a) else 'the second'}")
+    negated = has_negation(a)
+    if negated != has_negation(b):
+        reasons.append(f"negation: only in {'the first' if negated else 'the second'}")
     return GuardVerdict(bool(reasons), tuple(reasons))
 
 

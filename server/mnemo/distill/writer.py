@@ -140,6 +140,11 @@ class Distiller:
         result = BatchResult(batch)
         by_id = {e.id: e for e in episodes}
         pending: dict[str, Memory] = {}  # id → the version this batch will write
+
+        def latest(memory_id: str) -> Memory | None:
+            """The version this batch will write, else the indexed one."""
+            return pending.get(memory_id) or self._engine.memory(memory_id)
+
         log: list[JudgeLogRow] = []
         vectors: dict[str, Vector] = {}
         now = self._clock()
@@ -152,7 +157,7 @@ class Distiller:
             ids = self._engine.judge_candidates(
                 memory.content, [e.name for e in memory.entities], batch.namespace, vector
             )
-            found = (pending.get(i) or self._engine.memory(i) for i in ids)
+            found = (latest(i) for i in ids)
             candidates = [m for m in found if m is not None and _is_current(m)]
             source = transcript([by_id[s] for s in draft.memory.sources])
             verdict = judge(draft.memory, candidates, source, self._decisions, self._embedder)
@@ -163,7 +168,7 @@ class Distiller:
                 continue
             if verdict.action is Action.MERGE:
                 assert verdict.merge_into is not None
-                target = pending.get(verdict.merge_into) or self._engine.memory(verdict.merge_into)
+                target = latest(verdict.merge_into)
                 if target is not None:
                     sources = list(dict.fromkeys([*target.sources, *memory.sources]))
                     pending[target.id] = target.model_copy(
@@ -177,7 +182,7 @@ class Distiller:
             if vector is not None:
                 vectors[memory.id] = vector
             for old_id in verdict.closes:
-                old = pending.get(old_id) or self._engine.memory(old_id)
+                old = latest(old_id)
                 if old is None or not _is_current(old):
                     continue
                 pending[old_id] = old.model_copy(
@@ -214,13 +219,13 @@ class Distiller:
         new = [m for m in rows if m.version == 1]
         for changed in (m for m in rows if m.version > 1):  # closed or merged: same text, same vector
             self._engine.set_memory_status(changed)
-        if self._embedder is not None and vectors:
-            keys = list(vectors)
-            matrix = np.stack([vectors[k] for k in keys]).astype(np.float32)
+        keys = list(vectors)
+        matrix = np.stack([vectors[k] for k in keys]).astype(np.float32) if keys else None
+        if self._embedder is not None and matrix is not None:
             self._store.put_embeddings(self._embedder.model_id, [(k, 0) for k in keys], matrix)
-        self._engine.add_memories(new, embedded=set(vectors))
-        if vectors:
-            self._engine.memories.put_vectors(list(vectors), np.stack(list(vectors.values())))
+        self._engine.add_memories(new, embedded=set(keys))
+        if matrix is not None:
+            self._engine.memories.put_vectors(keys, matrix)
 
     def _finish(self, batch: Batch, status: BatchStatus, *, error: str = "", memories: int = 0) -> None:
         finished = replace(batch, status=status, error=error[:2_000], memories=memories)

@@ -28,7 +28,7 @@ from mnemo.config import redact_dsn
 from mnemo.episodes import AppendResult, Episode
 from mnemo.errors import StoreError, StoreLockedError
 from mnemo.memories import EntityRef, Memory
-from mnemo.store.distill import DistillTables, LeaseTable
+from mnemo.store.distill import DistillTables
 from mnemo.store.migrations import CREATE_VERSION_TABLE, MIGRATIONS, VERSION_TABLE
 
 logger = logging.getLogger(__name__)
@@ -148,7 +148,7 @@ class _OneAtATime:
             self._client.close()
 
 
-class ClickHouseStore(DistillTables, LeaseTable):
+class ClickHouseStore(DistillTables):
     """Episodes, memories and entities in ClickHouse. Construct with :func:`open_store`.
     Safe to call from several threads (calls are serialised)."""
 

@@ -1,4 +1,4 @@
-"""The writer's tables: distillation batches (with each session's cursor) and the judge log.
+"""The writer's tables: distillation batches (with each session's cursor), the judge log, the lease.
 
 A mixin of :class:`~mnemo.store.clickhouse.ClickHouseStore`, kept apart because only the writer
 uses it. Episodes are taken in arrival order — (received_at, id) — so an episode that arrives
@@ -56,6 +56,13 @@ class JudgeLogRow:
     detail: str  # JSON: the decisions' probabilities, the guard's reasons
 
 
+@dataclass(frozen=True, slots=True)
+class Lease:
+    holder: str
+    token: int
+    expires_at: datetime
+
+
 _BATCH_COLUMNS = tuple(f.name for f in fields(Batch))
 _JUDGE_COLUMNS = tuple(f.name for f in fields(JudgeLogRow))
 
@@ -99,11 +106,12 @@ class DistillTables:
     def failed_batches(self, limit: int = 20) -> list[Batch]:
         return self._batches("status = 'failed'", {}, "updated_at DESC", limit)
 
-    def count_failed_batches(self) -> int:
+    def failed_summary(self) -> tuple[int, str]:
+        """How many batches failed, and the newest one's error."""
+        sql = "SELECT count(), argMax(error, updated_at) FROM distill_batches FINAL WHERE status = 'failed'"
         with self._translated("counting failed batches"):
-            return int(
-                self._client.command("SELECT count() FROM distill_batches FINAL WHERE status = 'failed'")
-            )
+            count, latest = self._client.query(sql).result_rows[0]
+        return int(count), str(latest)
 
     def session_cursor(self, session: str) -> tuple[datetime, str] | None:
         """The end of the session's last finished batch: its episodes up to there are done."""
@@ -191,19 +199,7 @@ class DistillTables:
             found.append(JudgeLogRow(**values))
         return found
 
-
-@dataclass(frozen=True, slots=True)
-class Lease:
-    holder: str
-    token: int
-    expires_at: datetime
-
-
-class LeaseTable:
-    _client: Any
-
-    def _translated(self, action: str) -> AbstractContextManager[None]:
-        raise NotImplementedError
+    # -- the writer lease --------------------------------------------------------------------
 
     def read_lease(self, name: str) -> Lease | None:
         sql = (
