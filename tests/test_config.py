@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -115,3 +116,22 @@ def test_every_setting_is_documented() -> None:
     assert documented == {*SETTABLE, "MNEMO_HOME"}, (
         "docs/settings.md has a section for a setting that does not exist"
     )
+
+
+def test_the_hook_process_finds_the_same_directories_as_platformdirs(tmp_path: Path) -> None:
+    import platformdirs
+
+    from mnemo.paths import layout
+
+    for env in ({}, {"XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}):
+        full = {**{k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "MNEMO_"))}, **env}
+        with pytest.MonkeyPatch.context() as patch:
+            for key in ("XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME"):
+                patch.delenv(key, raising=False)
+            for key, value in env.items():
+                patch.setenv(key, value)
+            where = layout(full)
+            assert where.run_dir == Path(platformdirs.user_state_dir("mnemo")) / "run"
+            assert where.config_file == Path(platformdirs.user_config_dir("mnemo")) / "config.toml"
+            assert where.data_dir == Path(platformdirs.user_data_dir("mnemo")) / "store"
+            assert load_settings(full).socket_path == where.socket_path

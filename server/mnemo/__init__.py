@@ -10,13 +10,26 @@ The package is split by what each module owns:
 - ``store``        the only code that talks to ClickHouse (embedded chDB or a server);
 - ``daemon``       the sidecar process that owns the store, its HTTP API, client and launcher;
 - ``importer``     JSONL import of episodes;
+- ``paths``        where the files live (stdlib only: the hook process needs it);
+- ``hook``         the hook process (``mnemo-mcp hook <event>``), stdlib only;
+- ``entry``        ``mnemo-mcp``'s entry point: the hook or the MCP server;
 - ``mcpserver``    the stdio MCP server (``mnemo-mcp``);
 - ``cli``          the ``mnemo`` command.
 """
 
-from importlib.metadata import PackageNotFoundError, version
+from __future__ import annotations
 
-try:
-    __version__ = version("mnemo-mcp")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0+unknown"
+
+def __getattr__(name: str) -> str:
+    # importlib.metadata costs ~45 ms to import: only pay it when the version is asked for, so
+    # that the hook process (mnemo.hook) starts fast.
+    if name != "__version__":
+        raise AttributeError(f"module 'mnemo' has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
+
+    try:
+        found = version("mnemo-mcp")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        found = "0.0.0+unknown"
+    globals()["__version__"] = found
+    return found

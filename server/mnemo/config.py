@@ -13,7 +13,8 @@ Layout when ``MNEMO_HOME`` is set (tests, several installs side by side)::
 Without it, the platform's user directories are used (on Linux: ``~/.config/mnemo``,
 ``~/.local/share/mnemo/store``, ``~/.local/state/mnemo/{run,logs}``).
 
-This is the only module that reads the environment. Every setting has a section in
+This and :mod:`mnemo.paths` (where the files live, which the hook process needs without
+pydantic) are the only modules that read the environment. Every setting has a section in
 ``docs/settings.md`` (a test checks it).
 """
 
@@ -28,13 +29,12 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from mnemo.errors import ConfigError
+from mnemo.paths import DAEMON_LOCK_NAME, HOME_ENV, SOCKET_NAME, layout
 
 ENV_PREFIX = "MNEMO_"
-HOME_ENV = "MNEMO_HOME"
 # Unix socket paths are limited to 108 bytes on Linux (104 on macOS) including the NUL.
 MAX_SOCKET_PATH_BYTES = 103
 
@@ -160,7 +160,7 @@ class Settings(BaseModel):
 
     @property
     def socket_path(self) -> Path:
-        return self.run_dir / "daemon.sock"
+        return self.run_dir / SOCKET_NAME
 
     @property
     def pid_path(self) -> Path:
@@ -169,7 +169,7 @@ class Settings(BaseModel):
     @property
     def daemon_lock_path(self) -> Path:
         """Held by the running daemon for its whole life."""
-        return self.run_dir / "daemon.lock"
+        return self.run_dir / DAEMON_LOCK_NAME
 
     @property
     def start_lock_path(self) -> Path:
@@ -228,17 +228,9 @@ def redact_dsn(dsn: str) -> str:
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Read the config file and the environment once; raise ConfigError naming what is wrong."""
     env = os.environ if environ is None else environ
-    home_text = env.get(HOME_ENV, "").strip()
-    home: Path | None = None
-    if home_text:
-        home = Path(home_text).expanduser().resolve()
-        config_file = home / "config.toml"
-        data_dir, run_dir, log_dir = home / "store", home / "run", home / "logs"
-    else:
-        config_file = Path(platformdirs.user_config_dir("mnemo")) / "config.toml"
-        data_dir = Path(platformdirs.user_data_dir("mnemo")) / "store"
-        state = Path(platformdirs.user_state_dir("mnemo"))
-        run_dir, log_dir = state / "run", state / "logs"
+    where = layout(env)
+    home, config_file, data_dir = where.home, where.config_file, where.data_dir
+    run_dir, log_dir = where.run_dir, where.log_dir
 
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}

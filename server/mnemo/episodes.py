@@ -134,6 +134,9 @@ class EpisodeIntake:
         self._default_namespace = default_namespace
         self._redactor = redactor
 
+    def redact(self, text: str) -> str:
+        return self._redactor.redact(text)
+
     def accept(self, incoming: EpisodeIn) -> Episode:
         if len(incoming.text) > self._max_chars:
             raise TooLargeError(

@@ -18,3 +18,8 @@ _BLOCK = re.compile(rf"<{TAG}\b[^>]*>.*?(?:</{TAG}\s*>|\Z)", re.DOTALL | re.IGNO
 def strip_injected(text: str) -> str:
     """``text`` without mnemo's injected blocks."""
     return _BLOCK.sub("", text)
+
+
+def frame(body: str, *, source: str) -> str:
+    """``body`` inside mnemo's frame; ``source`` says which hook added it (for the reader)."""
+    return f'<{TAG} source="{source}">\n{body.strip()}\n</{TAG}>'

@@ -323,7 +323,10 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"mnemo-mcp {__version__}\n")
         return 0
     if args:
-        sys.stderr.write("usage: mnemo-mcp [--version]  (serves MCP over stdio; takes no other arguments)\n")
+        sys.stderr.write(
+            "usage: mnemo-mcp [--version]  (serves MCP over stdio)\n"
+            "       mnemo-mcp hook <Event> [--client claude-code|codex]  (a host's hook command)\n"
+        )
         return 2
     try:
         settings = load_settings()

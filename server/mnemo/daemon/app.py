@@ -10,6 +10,7 @@ Routes (all JSON, all under ``/v1``)::
     POST /v1/memories/forget           {"id": …, "reason": …} → Memory
     POST /v1/recall                    RecallRequest → RecallResult
     POST /v1/distill                   {"session": …} → {"queued": …, "reason": …}
+    POST /v1/hooks/<Event>?client=     the host's hook JSON → {"stdout": what the hook prints}
     GET  /v1/judge-log?limit=&session= the judge's decisions, newest first
     POST /v1/shutdown                  asks the daemon to exit
 
@@ -19,6 +20,7 @@ error class names; malformed bodies are 422 ``InputError`` naming the fields.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -34,6 +36,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mnemo.daemon.api import AppendRequest, AppendResponse, DistillRequest, ForgetRequest
+from mnemo.daemon.hooks import HookService
 from mnemo.daemon.service import MemoryService
 from mnemo.errors import InputError, MnemoError, describe_validation_error
 from mnemo.memories import RememberRequest
@@ -113,7 +116,8 @@ def build_app(
     idle_s: float,
     request_exit: Callable[[], None],
 ) -> ASGIApp:
-    """The ASGI app; its lifespan runs the episode writer and the idle watcher."""
+    """The ASGI app; its lifespan runs the episode writer, the usage audit and the idle watcher."""
+    hooks = HookService(service)
 
     async def health(request: Request) -> Response:
         return _json(service.health())
@@ -137,6 +141,19 @@ def build_app(
 
     async def recall(request: Request) -> Response:
         return _json(await service.recall(await _parse(request, RecallRequest)))
+
+    async def hook(request: Request) -> Response:
+        body = await request.body()
+        try:
+            payload = json.loads(body or b"{}")
+        except ValueError as exc:
+            raise InputError(f"the hook input is not JSON: {exc}") from None
+        if not isinstance(payload, dict):
+            raise InputError("the hook input must be a JSON object")
+        event = request.path_params["event"]
+        return JSONResponse(
+            {"stdout": await hooks.handle(event, payload, request.query_params.get("client", ""))}
+        )
 
     async def distil(request: Request) -> Response:
         body = await _parse(request, DistillRequest)
@@ -173,6 +190,7 @@ def build_app(
         async with anyio.create_task_group() as tg:
             tg.start_soon(service.writer.run)
             tg.start_soon(service.run_distillation)
+            tg.start_soon(hooks.run_audits)
             tg.start_soon(watch_idle)
             tg.start_soon(build_then_embed)
             yield
@@ -192,6 +210,7 @@ def build_app(
             Route("/v1/memories/forget", forget, methods=["POST"]),
             Route("/v1/recall", recall, methods=["POST"]),
             Route("/v1/distill", distil, methods=["POST"]),
+            Route("/v1/hooks/{event}", hook, methods=["POST"]),
             Route("/v1/judge-log", judge_log, methods=["GET"]),
             Route("/v1/shutdown", shutdown, methods=["POST"]),
         ],

@@ -57,12 +57,14 @@ class DistillLoop:
         self._idle = timedelta(seconds=settings.distill_idle_s)
         self.state = DistillState(enabled=bool(settings.llm_url))
         self._distiller: Distiller | None = None
+        self.decisions: DecisionModel | None = None  # also the usage audit's (mnemo.usage.audit)
         # An embedded store opens in one process only: its daemon is the writer, no lease needed
         # (and a lease left by a killed predecessor must not hold the new daemon back).
         self._lease = None if settings.store.startswith("chdb://") else WriterLease(store)
         if settings.llm_url:
             llm = LLM(settings, meter)
-            self._distiller = Distiller(store, engine, llm, DecisionModel(llm, settings), lease=self._lease)
+            self.decisions = DecisionModel(llm, settings)
+            self._distiller = Distiller(store, engine, llm, self.decisions, lease=self._lease)
         self._requested: list[str] = []
         self._wake = anyio.Event()
 

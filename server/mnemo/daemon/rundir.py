@@ -6,7 +6,6 @@ out, so it is checked every time it is used, not only when created.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import time
 from collections.abc import Iterator
@@ -14,6 +13,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from mnemo.errors import ConfigError, DaemonError
+from mnemo.paths import is_locked, try_lock
+
+__all__ = ["ensure_private_dir", "held_lock", "is_locked", "read_pid", "try_lock"]
 
 
 def ensure_private_dir(path: Path) -> None:
@@ -24,28 +26,6 @@ def ensure_private_dir(path: Path) -> None:
         raise ConfigError(f"{path} belongs to uid {info.st_uid}, not to you; mnemo will not use it")
     if info.st_mode & 0o077:
         path.chmod(0o700)
-
-
-def try_lock(path: Path) -> int | None:
-    """Take an exclusive lock on ``path`` without waiting; return the fd to keep it, or None if held."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
-    return fd
-
-
-def is_locked(path: Path) -> bool:
-    """Whether some process holds the lock on ``path`` right now."""
-    if not path.exists():
-        return False
-    fd = try_lock(path)
-    if fd is None:
-        return True
-    os.close(fd)
-    return False
 
 
 @contextmanager

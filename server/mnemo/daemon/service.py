@@ -172,17 +172,30 @@ class MemoryService:
         self.started_at = utc_now()
         self._started_monotonic = time.monotonic()
 
-    async def _call(self, fn: Callable[..., T], *args: object) -> T:
+    @property
+    def store(self) -> ClickHouseStore:
+        return self._store
+
+    @property
+    def settings(self) -> Settings:
+        return self._settings
+
+    def redact(self, text: str) -> str:
+        """``text`` as episodes store it: what may be shown to a model."""
+        return self._intake.redact(text)
+
+    async def call_store(self, fn: Callable[..., T], *args: object) -> T:
+        """Run a store call on a worker thread, one at a time (the store's client is shared)."""
         return await anyio.to_thread.run_sync(fn, *args, limiter=self._limiter)
 
     def health(self) -> Health:
         return Health(version=__version__, pid=os.getpid(), store=self._store.dsn_for_display)
 
     async def status(self) -> Status:
-        counts = await self._call(self._store.counts)
-        spend = await self._call(self.meter.today)
+        counts = await self.call_store(self._store.counts)
+        spend = await self.call_store(self.meter.today)
         failed, last_failure = (
-            await self._call(self._store.failed_summary) if self.distilling.state.enabled else (0, "")
+            await self.call_store(self._store.failed_summary) if self.distilling.state.enabled else (0, "")
         )
         return Status(
             version=__version__,
@@ -220,7 +233,7 @@ class MemoryService:
         return DistillQueued(queued=True)
 
     async def judge_log(self, limit: int, session: str | None) -> JudgeLog:
-        rows = await self._call(self._store.judge_log, limit, session)
+        rows = await self.call_store(self._store.judge_log, limit, session)
         return JudgeLog(
             entries=[
                 JudgeLogEntry(
@@ -252,7 +265,7 @@ class MemoryService:
         embedded: set[str] = set()
         if embedder is not None:
             after_key = ("", 0)
-            while keys := await self._call(
+            while keys := await self.call_store(
                 self._store.embedding_keys_page, embedder.model_id, after_key, KEY_PAGE_ROWS
             ):
                 # A memory's vector is (id, 0); a passage's is (episode id, n), keyed "id#n".
@@ -260,14 +273,14 @@ class MemoryService:
                 embedded.update(o for o, p in keys if p == 0)
                 after_key = keys[-1]
         after = ""
-        while memories := await self._call(self._store.memories_page, after, BUILD_PAGE_ROWS):
+        while memories := await self.call_store(self._store.memories_page, after, BUILD_PAGE_ROWS):
             await anyio.to_thread.run_sync(engine.add_memories, memories, embedded)
             after = memories[-1].id
         after = ""
-        while episodes := await self._call(self._store.episodes_page, after, BUILD_PAGE_ROWS):
+        while episodes := await self.call_store(self._store.episodes_page, after, BUILD_PAGE_ROWS):
             await anyio.to_thread.run_sync(engine.add_episodes, episodes, embedded)
             after = episodes[-1].id
-        engine.add_entities(await self._call(self._store.all_entities))
+        engine.add_entities(await self.call_store(self._store.all_entities))
         if embedder is not None:
             async for keys, matrix in self._embedding_pages(embedder.model_id):
                 await anyio.to_thread.run_sync(engine.load_vectors, keys, matrix)
@@ -290,7 +303,7 @@ class MemoryService:
     ) -> AsyncIterator[tuple[list[tuple[str, int]], npt.NDArray[np.float32]]]:
         after = ("", 0)
         while True:
-            keys, matrix = await self._call(self._store.embeddings_page, model, after, BUILD_PAGE_ROWS)
+            keys, matrix = await self.call_store(self._store.embeddings_page, model, after, BUILD_PAGE_ROWS)
             if not keys:
                 return
             yield keys, matrix
@@ -333,7 +346,7 @@ class MemoryService:
                 )
                 keys = [split_key(key) for _, key, _ in items]
                 try:
-                    await self._call(self._store.put_embeddings, embedder.model_id, keys, vectors)
+                    await self.call_store(self._store.put_embeddings, embedder.model_id, keys, vectors)
                 except MnemoError:
                     logger.exception(
                         "storing %d embeddings failed; they are recomputed at next start", len(keys)
@@ -395,8 +408,8 @@ class MemoryService:
             valid_from=now,
         )
         entities = [(entity_key(e.name), e.name, list(e.aliases)) for e in request.entities]
-        await self._call(self._store.upsert_entities, entities)
-        await self._call(self._store.put_memory, memory)
+        await self.call_store(self._store.upsert_entities, entities)
+        await self.call_store(self._store.put_memory, memory)
         self.engine.add_entities(entities)
         await anyio.to_thread.run_sync(self.engine.add_memories, [memory])
         self._backlog_added.set()
@@ -404,13 +417,13 @@ class MemoryService:
 
     async def forget(self, memory_id: str, reason: str) -> Memory:
         """Mark a memory forgotten (kept in the store; recall no longer returns it)."""
-        memory = await self._call(self._store.get_memory, memory_id)
+        memory = await self.call_store(self._store.get_memory, memory_id)
         if memory is None:
             raise NotFoundError(f"no memory has the id {memory_id!r}")
         if memory.status is MemoryStatus.FORGOTTEN:
             return memory
         updated = forgotten(memory, reason)
-        await self._call(self._store.put_memory, updated)
+        await self.call_store(self._store.put_memory, updated)
         await anyio.to_thread.run_sync(self.engine.set_memory_status, updated)
         return updated
 
@@ -446,6 +459,29 @@ class MemoryService:
         episodes = await self._search_episodes(question, namespaces, None, request.limit, request.explain)
         return RecallResult(memories=[], episodes=episodes)
 
+    async def related_current(self, text: str, namespaces: list[str], limit: int) -> list[Memory]:
+        """Current memories in ``namespaces`` that answer ``text``, best first: what the hooks
+        inject. Empty while the start-up index is being built (a hook does not wait for it)."""
+        if not self._index_ready.is_set():
+            return []
+
+        def find() -> list[Ranked]:
+            question = self._understand(text)
+            return self.engine.search_memories(
+                question,
+                namespaces=namespaces,
+                types=None,
+                force_history=False,
+                limit=limit,
+                current_only=True,
+            )
+
+        found = await anyio.to_thread.run_sync(find, limiter=self._embedding_limiter())
+        embedder = self.engine.embedder
+        related_cosine = embedder.related_cosine if embedder is not None else None
+        memories = (self.engine.memory(f.owner) for f in found if is_related(f, related_cosine))
+        return [m for m in memories if m is not None]
+
     def _understand(self, text: str) -> Question:
         return self.engine.understand(text, utc_now())
 
@@ -456,7 +492,7 @@ class MemoryService:
 
     async def recall_episodes(self, request: RecallEpisodeRequest) -> EpisodesResult:
         if request.id is not None:
-            found = await self._call(self._store.get_episodes, [request.id])
+            found = await self.call_store(self._store.get_episodes, [request.id])
             if not found:
                 raise NotFoundError(f"no episode has the id {request.id!r}")
             return EpisodesResult(episodes=[EpisodeHit(score=1.0, episode=e) for e in found])
@@ -471,7 +507,7 @@ class MemoryService:
             return EpisodesResult(episodes=hits)
         assert request.session is not None
         session = request.session
-        found = await self._call(
+        found = await self.call_store(
             lambda: self._store.session_episodes(
                 session,
                 from_turn=request.from_turn,
@@ -500,7 +536,9 @@ class MemoryService:
         )
         if not found:
             return []
-        episodes = {e.id: e for e in await self._call(self._store.get_episodes, [f.owner for f in found])}
+        episodes = {
+            e.id: e for e in await self.call_store(self._store.get_episodes, [f.owner for f in found])
+        }
         return [
             EpisodeHit(score=f.score, episode=episodes[f.owner], explain=f.components if explain else None)
             for f in found

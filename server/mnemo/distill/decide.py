@@ -73,7 +73,12 @@ RELATION = ClosedQuestion(
 DURABLE = _yes_no("durable", "Will the NEW memory still be true in a month?")
 USEFUL = _yes_no("useful", "Would the NEW memory help a later conversation about this work?")
 WHY_BACKED = _yes_no("why_backed", "Does the SOURCE text back the NEW memory's why (or does it give no why)?")
-QUESTIONS: dict[str, ClosedQuestion] = {q.id: q for q in (RELATION, DURABLE, USEFUL, WHY_BACKED)}
+# The usage audit (mnemo.usage.audit): did a turn's answer use a memory injected before it?
+USED = _yes_no(
+    "used",
+    "Did the ANSWER use the MEMORY: rely on it, follow it, or repeat what it says?",
+)
+QUESTIONS: dict[str, ClosedQuestion] = {q.id: q for q in (RELATION, DURABLE, USEFUL, WHY_BACKED, USED)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -265,7 +265,10 @@ class RecallEngine:
         types: Sequence[str] | None,
         force_history: bool,
         limit: int,
+        current_only: bool = False,
     ) -> list[Ranked]:
+        """Memories ranked for ``question``; closed ones behind current unless history is asked
+        (or left out with ``current_only``)."""
         analysis = question.analysis
         return self.memories.search(
             SearchQuery(
@@ -277,7 +280,7 @@ class RecallEngine:
                 is_history=analysis.is_history or force_history,
                 namespaces=namespaces,
                 kinds=types,
-                statuses=(CURRENT, CLOSED),
+                statuses=(CURRENT,) if current_only else (CURRENT, CLOSED),
                 limit=limit,
             )
         )

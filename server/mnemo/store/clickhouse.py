@@ -30,6 +30,7 @@ from mnemo.errors import StoreError, StoreLockedError
 from mnemo.memories import EntityRef, Memory
 from mnemo.store.distill import DistillTables
 from mnemo.store.migrations import CREATE_VERSION_TABLE, MIGRATIONS, VERSION_TABLE
+from mnemo.store.usage import UsageTables
 
 logger = logging.getLogger(__name__)
 
@@ -148,7 +149,7 @@ class _OneAtATime:
             self._client.close()
 
 
-class ClickHouseStore(DistillTables):
+class ClickHouseStore(DistillTables, UsageTables):
     """Episodes, memories and entities in ClickHouse. Construct with :func:`open_store`.
     Safe to call from several threads (calls are serialised)."""
 
@@ -324,6 +325,11 @@ class ClickHouseStore(DistillTables):
     def get_memory(self, memory_id: str) -> Memory | None:
         found = self._memories("id = {id:String}", {"id": memory_id}, 1)
         return found[0] if found else None
+
+    def active_memories(self, namespaces: Sequence[str], limit: int) -> list[Memory]:
+        """Active memories in ``namespaces``, most recently updated first."""
+        where = "namespace IN {ns:Array(String)} AND status = 'active'"
+        return self._memories(where, {"ns": list(namespaces)}, limit)
 
     def memories_page(self, after: str, limit: int) -> list[Memory]:
         """Current memories with ids after ``after``, in id order (keyset pages for the index build).

@@ -203,4 +203,51 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        6,
+        "hook sessions, injections and usage verdicts",
+        (
+            # One row per change of a session seen through the hooks; the newest version is it.
+            """
+            CREATE TABLE IF NOT EXISTS sessions (
+                id String,
+                client LowCardinality(String),
+                person String,
+                workspace String,
+                cwd String,
+                transcript String,
+                started_at DateTime64(3, 'UTC'),
+                ended_at Nullable(DateTime64(3, 'UTC')),
+                end_reason String,
+                version UInt64
+            ) ENGINE = ReplacingMergeTree(version) ORDER BY id
+            """,
+            # What was added to a session's context: one row per memory per turn (memory '' is
+            # the block's frame), with the tokens it cost.
+            """
+            CREATE TABLE IF NOT EXISTS injections (
+                session String,
+                turn UInt32,
+                memory String,
+                event LowCardinality(String),
+                person String,
+                tokens UInt32,
+                at DateTime64(3, 'UTC')
+            ) ENGINE = ReplacingMergeTree ORDER BY (session, turn, memory)
+            """,
+            # Whether an injected memory was used in the turn's answer.
+            """
+            CREATE TABLE IF NOT EXISTS usage_verdicts (
+                memory String,
+                session String,
+                turn UInt32,
+                person String,
+                verdict LowCardinality(String),
+                probability Float32,
+                method LowCardinality(String),
+                at DateTime64(3, 'UTC')
+            ) ENGINE = ReplacingMergeTree ORDER BY (memory, session, turn)
+            """,
+        ),
+    ),
 )

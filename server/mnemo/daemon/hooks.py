@@ -1,0 +1,335 @@
+"""The hooks' side of the daemon: each host event → what to record, what to inject, what to print.
+
+``POST /v1/hooks/<Event>`` carries the host's hook JSON unchanged (see :mod:`mnemo.hook`); the
+answer is ``{"stdout": …}``, exactly what the hook process prints (often nothing).
+
+- SessionStart: register the session; inject the workspace's and the person's most useful
+  memories (most used first, then decisions, preferences, procedures…, newest first).
+- UserPromptSubmit: record the prompt as this turn's episode; recall on it; inject a block. A
+  prompt starting with ``<task-notification>`` is a background task's notice, not the person:
+  nothing is recorded or injected.
+- PostToolUse: record the tool's result (mnemo's own tools excepted: their output is memory).
+- Stop: record the final answer; queue the usage audit of what this turn was given.
+- PreCompact: distil the session now. SessionEnd: mark it ended.
+
+Injection rules (DESIGN §7): ≤ 800 tokens a block and 4,000 a session (:mod:`mnemo.usage.budget`),
+never a memory this session already has in context, never one whose sources are this session's
+episodes, never one suppressed for this person (clearly unused 6 times in 30 days, never used).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import re
+import socket
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from mnemo.clock import utc_now
+from mnemo.daemon.service import MemoryService
+from mnemo.episodes import EpisodeIn, Role
+from mnemo.errors import InputError
+from mnemo.injected import strip_injected
+from mnemo.memories import Memory, MemoryType
+from mnemo.recall import MAX_QUERY_CHARS
+from mnemo.store.usage import InjectionRow, SessionRow, VerdictRow
+from mnemo.usage.audit import Auditor
+from mnemo.usage.budget import BLOCK_TOKENS, SESSION_TOKENS, pack
+from mnemo.usage.sessions import SessionBook, SessionState
+from mnemo.workspace import workspace_namespace
+
+logger = logging.getLogger(__name__)
+
+EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "PreCompact", "SessionEnd")
+TASK_NOTIFICATION = "<task-notification>"
+CANDIDATES = 24  # memories ranked per injection, before the session's filters
+START_CANDIDATES = 300
+SUPPRESSED_TTL_S = 60.0
+# At session start, with no question to rank by: what is worth having in mind first.
+START_ORDER = {
+    MemoryType.DECISION: 0,
+    MemoryType.PREFERENCE: 1,
+    MemoryType.PROCEDURE: 2,
+    MemoryType.POSTMORTEM: 3,
+    MemoryType.PATTERN: 4,
+    MemoryType.FACT: 5,
+    MemoryType.STATE: 6,
+    MemoryType.EVENT: 7,
+}
+_ID_UNSAFE = re.compile(r"[^A-Za-z0-9._:\-/]")
+
+
+@dataclass(frozen=True, slots=True)
+class AuditJob:
+    session: str
+    person: str
+    turn: int
+    memories: list[str]
+    prompt: str
+    answer: str
+
+
+class HookService:
+    def __init__(self, service: MemoryService, clock: Callable[[], datetime] = utc_now) -> None:
+        self.service = service
+        self.store = service.store
+        self._settings = service.settings
+        self._clock = clock
+        self._book = SessionBook()
+        self._auditor = Auditor(service.distilling.decisions)
+        self._suppressed: dict[str, tuple[float, set[str]]] = {}
+        self._audit_send, self._audit_receive = anyio.create_memory_object_stream[AuditJob](1_000)
+        self._host = socket.gethostname()
+        self.audits_done = 0
+
+    # -- the API -------------------------------------------------------------------------------
+
+    async def handle(self, event: str, payload: Mapping[str, Any], client: str) -> str:
+        """What to print for ``event`` (an empty string: nothing)."""
+        if event not in EVENTS:
+            raise InputError(f"unknown hook event {event!r}; known: {', '.join(EVENTS)}")
+        session_id = payload.get("session_id")
+        if not isinstance(session_id, str) or not session_id.strip():
+            raise InputError("the hook input has no session_id")
+        client = client or _client_of(payload)
+        if event == "SessionEnd":
+            await self._end(session_id, client, payload)
+            return ""
+        state = await self._session(session_id, client, payload)
+        match event:
+            case "SessionStart":
+                return await self._start(state, payload)
+            case "UserPromptSubmit":
+                return await self._prompt(state, payload)
+            case "PostToolUse":
+                await self._tool_result(state, payload)
+            case "Stop":
+                await self._stop(state, payload)
+            case "PreCompact":
+                self.service.distil(state.id)
+        return ""
+
+    async def run_audits(self) -> None:
+        """Audit finished turns, one at a time, on a worker thread (the model may be slow)."""
+        async with self._audit_send, self._audit_receive:
+            async for job in self._audit_receive:
+                try:
+                    await self._audit(job)
+                except Exception:  # one failed audit must not stop the next
+                    logger.exception("usage audit of session %s turn %d failed", job.session, job.turn)
+
+    # -- sessions ------------------------------------------------------------------------------
+
+    async def _session(self, session_id: str, client: str, payload: Mapping[str, Any]) -> SessionState:
+        state = self._book.get(session_id)
+        if state is not None:
+            return state
+        row = await self.service.call_store(self.store.get_session, session_id)
+        person = self._settings.namespace_of_person
+        cwd = str(payload.get("cwd") or "")
+        workspace = row.workspace if row is not None else workspace_namespace(cwd or "/")
+        history = await self.service.call_store(self.store.session_history, session_id)
+        state = SessionState.resumed(session_id, client, person, workspace, history)
+        if row is None:
+            now = self._clock()
+            transcript = str(payload.get("transcript_path") or "")
+            new = SessionRow(session_id, client, person, workspace, cwd, transcript, now)
+            await self.service.call_store(self.store.put_session, new)
+        return self._book.put(state)
+
+    async def _end(self, session_id: str, client: str, payload: Mapping[str, Any]) -> None:
+        state = self._book.get(session_id)
+        row = await self.service.call_store(self.store.get_session, session_id)
+        now = self._clock()
+        if row is None:
+            cwd = str(payload.get("cwd") or "")
+            workspace = state.workspace if state else workspace_namespace(cwd or "/")
+            person = self._settings.namespace_of_person
+            row = SessionRow(session_id, client, person, workspace, cwd, "", now)
+        ended = dataclasses.replace(row, ended_at=now, end_reason=str(payload.get("reason") or "")[:200])
+        await self.service.call_store(self.store.put_session, ended)
+        self._book.drop(session_id)
+
+    # -- events --------------------------------------------------------------------------------
+
+    async def _start(self, state: SessionState, payload: Mapping[str, Any]) -> str:
+        if payload.get("source") in ("clear", "compact"):
+            state.injected.clear()  # the context that held them is gone
+        namespaces = [state.workspace, state.person]
+        found = await self.service.call_store(self.store.active_memories, namespaces, START_CANDIDATES)
+        uses = await self.service.call_store(self.store.use_counts, state.person)
+        found.sort(key=lambda m: m.updated_at, reverse=True)
+        found.sort(key=lambda m: (-uses.get(m.id, 0), START_ORDER.get(m.type, 9)))
+        return await self._inject(state, "SessionStart", found)
+
+    async def _prompt(self, state: SessionState, payload: Mapping[str, Any]) -> str:
+        prompt = str(payload.get("prompt") or "")
+        if prompt.lstrip().startswith(TASK_NOTIFICATION) or not prompt.strip():
+            return ""
+        if state.prompts.get(state.turn) != prompt or state.turn in state.answered:
+            state.turn += 1  # a retried hook re-sends the same prompt before any answer
+        state.prompts[state.turn] = prompt
+        await self._record(state, "prompt", prompt, Role.USER, self._settings.person, payload)
+        question = strip_injected(prompt).strip()[:MAX_QUERY_CHARS]
+        if not question:
+            return ""
+        namespaces = [state.workspace, state.person]
+        found = await self.service.related_current(question, namespaces, CANDIDATES)
+        return await self._inject(state, "UserPromptSubmit", found)
+
+    async def _tool_result(self, state: SessionState, payload: Mapping[str, Any]) -> None:
+        tool = str(payload.get("tool_name") or "tool")
+        if tool.startswith("mcp__") and "mnemo" in tool.split("__")[1]:
+            return  # mnemo's own output is memory already: distilling it would feed on itself
+        text = f"{tool} {_compact(payload.get('tool_input'))}\n{_as_text(payload.get('tool_response'))}"
+        key = str(payload.get("tool_use_id") or "") or hashlib.sha256(text.encode()).hexdigest()[:16]
+        await self._record(state, f"tool:{key}", text, Role.TOOL, tool[:200], payload)
+
+    async def _stop(self, state: SessionState, payload: Mapping[str, Any]) -> None:
+        answer = str(payload.get("last_assistant_message") or "")
+        if not answer.strip():
+            return
+        turn = state.turn
+        await self._record(state, "answer", answer, Role.ASSISTANT, "assistant", payload)
+        state.answered.add(turn)
+        audited = [m for t in sorted(state.by_turn) if t <= turn for m in state.by_turn.pop(t)]
+        if audited:
+            redact = self.service.redact
+            job = AuditJob(
+                state.id,
+                state.person,
+                turn,
+                list(dict.fromkeys(audited)),
+                redact(strip_injected(state.prompts.get(turn, ""))),
+                redact(strip_injected(answer)),
+            )
+            try:
+                self._audit_send.send_nowait(job)
+            except anyio.WouldBlock:
+                logger.warning("usage audit queue full; turn %d of %s not audited", turn, state.id)
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    async def _record(
+        self, state: SessionState, part: str, text: str, role: Role, who: str, payload: Mapping[str, Any]
+    ) -> None:
+        limit = self._settings.max_episode_chars
+        if len(text) > limit:
+            text = text[: limit - 40] + f"\n[… cut by mnemo at {limit:,} characters]"
+        episode_id = _safe_id(f"{state.client}:{state.id}:{state.turn}:{part}")
+        episode = EpisodeIn(
+            id=episode_id,
+            text=text,
+            who=who,
+            role=role,
+            session=state.id[:500],
+            turn=state.turn,
+            namespace=state.workspace,
+            client=state.client,
+            workspace=state.workspace.removeprefix("workspace:")[:500],
+            cwd=str(payload.get("cwd") or "")[:4096],
+            host=self._host[:500],
+        )
+        await self.service.append([episode])
+        state.episodes.add(episode_id)
+
+    async def _inject(self, state: SessionState, event: str, ranked: list[Memory]) -> str:
+        budget = min(BLOCK_TOKENS, SESSION_TOKENS - state.tokens)
+        if budget <= 0 or not ranked:
+            return ""
+        suppressed = await self._suppressed_for(state.person)
+        # Sources the session has not seen yet: a memory noted in it (remember) or distilled from it.
+        unknown = list(dict.fromkeys(s for m in ranked for s in state.unknown(m.sources)))
+        if unknown:
+            here = await self.service.call_store(self.store.in_session, unknown, state.id)
+            state.learn(unknown, here)
+        fresh = [
+            m
+            for m in ranked
+            if m.id not in state.injected and m.id not in suppressed and not state.came_from_here(m.sources)
+        ]
+        block = pack(fresh, budget, source=event)
+        if block is None:
+            return ""
+        now = self._clock()
+        rows = [
+            InjectionRow(state.id, state.turn, m.id, event, state.person, tokens, now)
+            for m, tokens in zip(block.memories, block.line_tokens, strict=True)
+        ]
+        rows.append(InjectionRow(state.id, state.turn, "", event, state.person, block.frame_tokens, now))
+        await self.service.call_store(self.store.put_injections, rows)
+        state.tokens += block.tokens
+        for memory in block.memories:
+            state.injected.add(memory.id)
+            state.by_turn.setdefault(state.turn, []).append(memory.id)
+        return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": block.text}})
+
+    async def _suppressed_for(self, person: str) -> set[str]:
+        cached = self._suppressed.get(person)
+        if cached is not None and anyio.current_time() - cached[0] < SUPPRESSED_TTL_S:
+            return cached[1]
+        found = await self.service.call_store(self.store.suppressed, person, self._clock())
+        self._suppressed[person] = (anyio.current_time(), found)
+        return found
+
+    async def _audit(self, job: AuditJob) -> None:
+        rows = []
+        for memory_id in job.memories:
+            memory = self.service.engine.memory(memory_id)
+            if memory is None:  # forgotten since
+                continue
+            judgement = await anyio.to_thread.run_sync(self._auditor.judge, memory, job.prompt, job.answer)
+            rows.append(
+                VerdictRow(
+                    memory_id,
+                    job.session,
+                    job.turn,
+                    job.person,
+                    judgement.verdict,
+                    judgement.probability,
+                    judgement.method,
+                    self._clock(),
+                )
+            )
+        await self.service.call_store(self.store.put_verdicts, rows)
+        self._suppressed.pop(job.person, None)
+        self.audits_done += 1
+
+
+def _client_of(payload: Mapping[str, Any]) -> str:
+    transcript = str(payload.get("transcript_path") or "")
+    return "codex" if "/.codex/" in transcript or "turn_id" in payload else "claude-code"
+
+
+def _safe_id(text: str) -> str:
+    cleaned = _ID_UNSAFE.sub("-", text)
+    if len(cleaned) <= 200 and cleaned[0].isalnum():
+        return cleaned
+    return "h" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def _compact(value: object, limit: int = 600) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _as_text(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):  # Claude Code: {"stdout": …, "stderr": …} or {"content": [...]}
+        parts = [str(value[k]) for k in ("stdout", "stderr", "output", "result") if value.get(k)]
+        if parts:
+            return "\n".join(parts)
+    if isinstance(value, list):  # content blocks
+        texts = [str(b.get("text")) for b in value if isinstance(b, dict) and b.get("text")]
+        if texts:
+            return "\n".join(texts)
+    return json.dumps(value, ensure_ascii=False, default=str)

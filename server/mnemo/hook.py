@@ -1,0 +1,180 @@
+"""The hook process: ``mnemo-mcp hook <Event> [--client claude-code|codex]``.
+
+Claude Code and Codex start one process per hook event and wait for it, so this module imports
+nothing but the standard library and :mod:`mnemo.paths` (a Python start plus a few milliseconds):
+it reads the host's hook JSON on stdin, posts it to the daemon's ``/v1/hooks/<Event>`` over the
+unix socket, and prints exactly what the daemon says the host expects (often nothing). The
+daemon owns every decision (what to record, what to inject, budgets); this process only carries.
+
+It never blocks the agent: whatever goes wrong (daemon down, slow, an error, bad input) it exits
+0 with nothing on stdout, within the event's deadline, and notes why in ``hooks.log``. A daemon
+that is not running is started in the background for the next event.
+
+PreToolUse is answered here without the daemon: in plan mode mnemo's write tools are denied.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+
+from mnemo.paths import Layout, hook_timeout_override, is_locked, layout
+
+# Seconds the daemon may take, per event: inside the hosts' limits with room to spare (SessionEnd
+# has 1.5 s in Claude Code). MNEMO_HOOK_TIMEOUT_S overrides them all.
+DEADLINES_S = {
+    "SessionStart": 3.0,
+    "UserPromptSubmit": 3.0,
+    "PostToolUse": 1.0,
+    "Stop": 1.0,
+    "PreCompact": 1.0,
+    "SessionEnd": 0.8,
+}
+EVENTS = (*DEADLINES_S, "PreToolUse")
+CLIENTS = ("claude-code", "codex")
+MAX_INPUT_BYTES = 16 * 1024 * 1024
+# mnemo's tools that write; plan mode denies them (the MCP server's name varies with how it was
+# installed — mnemo, or plugin_mnemo_mnemo — so the match is on the suffix).
+WRITE_TOOLS = ("remember", "forget", "keep")
+
+
+def main(argv: list[str]) -> int:
+    started = time.monotonic()
+    where = layout()
+    try:
+        event, client = _parse_args(argv)
+        data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+        if len(data) > MAX_INPUT_BYTES:
+            raise ValueError(f"hook input over {MAX_INPUT_BYTES:,} bytes")
+        if event == "PreToolUse":
+            out = plan_mode_denial(json.loads(data or b"{}"), client)
+        else:
+            deadline = started + _deadline_s(event)
+            out = _ask_daemon(where, event, client, data, deadline)
+        if out:
+            sys.stdout.write(out)
+            sys.stdout.flush()
+    except Exception as exc:  # fail open: the agent goes on without memory
+        _note(where, f"{' '.join(argv)}: {type(exc).__name__}: {exc}")
+    return 0
+
+
+def _parse_args(argv: list[str]) -> tuple[str, str]:
+    if not argv or argv[0] not in EVENTS:
+        raise ValueError(f"usage: mnemo-mcp hook <{'|'.join(EVENTS)}> [--client {'|'.join(CLIENTS)}]")
+    client = ""
+    if len(argv) == 3 and argv[1] == "--client" and argv[2] in CLIENTS:
+        client = argv[2]
+    elif len(argv) != 1:
+        raise ValueError(f"unexpected arguments {argv[1:]}")
+    return argv[0], client
+
+
+def _deadline_s(event: str) -> float:
+    override = hook_timeout_override()
+    return DEADLINES_S[event] if override is None else override
+
+
+def plan_mode_denial(payload: dict[str, object], client: str) -> str:
+    """The PreToolUse answer: deny mnemo's write tools in plan mode, else nothing (allowed)."""
+    tool = str(payload.get("tool_name") or "")
+    if payload.get("permission_mode") != "plan" or not tool.startswith("mcp__"):
+        return ""
+    server, _, name = tool[len("mcp__") :].rpartition("__")
+    if "mnemo" not in server or name not in WRITE_TOOLS:
+        return ""
+    reason = f"mnemo: `{name}` writes memory, and writes are not allowed in plan mode"
+    return json.dumps(
+        {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": reason,
+            }
+        }
+    )
+
+
+def _ask_daemon(where: Layout, event: str, client: str, body: bytes, deadline: float) -> str:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(max(0.05, deadline - time.monotonic()))
+        try:
+            sock.connect(str(where.socket_path))
+        except (FileNotFoundError, ConnectionRefusedError):
+            _start_daemon(where)
+            raise
+        head = (
+            f"POST /v1/hooks/{event}{'?client=' + client if client else ''} HTTP/1.1\r\n"
+            "Host: mnemo\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        )
+        sock.sendall(head.encode("ascii") + body)
+        chunks = []
+        while True:
+            sock.settimeout(max(0.001, deadline - time.monotonic()))
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        sock.close()
+    status, payload = _parse_response(b"".join(chunks))
+    if status != 200:
+        raise RuntimeError(f"daemon answered {status}: {payload[:300]!r}")
+    return str(json.loads(payload).get("stdout") or "")
+
+
+def _parse_response(raw: bytes) -> tuple[int, bytes]:
+    head, sep, body = raw.partition(b"\r\n\r\n")
+    if not sep:
+        raise RuntimeError("incomplete answer from the daemon")
+    lines = head.split(b"\r\n")
+    status = int(lines[0].split(b" ", 2)[1])
+    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(b":") for line in lines[1:])}
+    if headers.get(b"transfer-encoding") == b"chunked":
+        body = _unchunk(body)
+    return status, body
+
+
+def _unchunk(data: bytes) -> bytes:
+    out = bytearray()
+    while True:
+        size_line, _, data = data.partition(b"\r\n")
+        size = int(size_line.split(b";")[0], 16)
+        if size == 0:
+            return bytes(out)
+        out += data[:size]
+        data = data[size + 2 :]
+
+
+def _start_daemon(where: Layout) -> None:
+    """Start the daemon detached, for the next event; this one goes on without it."""
+    import subprocess  # noqa: PLC0415 - ~5 ms, only when the daemon is down
+
+    if is_locked(where.daemon_lock_path):  # one is starting (it locks before it listens)
+        return
+
+    where.log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with open(where.log_dir / "daemon.stderr.log", "ab") as log:
+        subprocess.Popen(
+            [sys.executable, "-m", "mnemo.daemon"],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            close_fds=True,
+            cwd="/",
+        )
+
+
+def _note(where: Layout, line: str) -> None:
+    try:
+        where.log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with open(where.log_dir / "hooks.log", "a", encoding="utf-8") as log:
+            log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {os.getpid()} {line}\n")
+    except OSError:
+        pass

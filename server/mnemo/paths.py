@@ -1,0 +1,103 @@
+"""Where mnemo keeps its files, from ``MNEMO_HOME`` or the platform's user directories.
+
+Kept apart from :mod:`mnemo.config` and free of third-party imports because the hook process
+(:mod:`mnemo.hook`) needs the daemon's socket path and must start in a few milliseconds: it cannot
+afford pydantic, and ``import platformdirs`` alone costs ~18 ms. On Linux the XDG rules are
+applied here directly (a test checks they agree with platformdirs); elsewhere platformdirs is
+imported on demand.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+HOME_ENV = "MNEMO_HOME"
+HOOK_TIMEOUT_ENV = "MNEMO_HOOK_TIMEOUT_S"
+APP = "mnemo"
+SOCKET_NAME = "daemon.sock"
+DAEMON_LOCK_NAME = "daemon.lock"
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    home: Path | None
+    config_file: Path
+    data_dir: Path
+    run_dir: Path
+    log_dir: Path
+
+    @property
+    def socket_path(self) -> Path:
+        return self.run_dir / SOCKET_NAME
+
+    @property
+    def daemon_lock_path(self) -> Path:
+        """Held by the running daemon for its whole life (from before its socket exists)."""
+        return self.run_dir / DAEMON_LOCK_NAME
+
+
+def layout(env: Mapping[str, str] | None = None) -> Layout:
+    """The directories for this environment: everything under ``MNEMO_HOME`` when it is set."""
+    env = os.environ if env is None else env
+    home_text = env.get(HOME_ENV, "").strip()
+    if home_text:
+        home = Path(home_text).expanduser().resolve()
+        return Layout(home, home / "config.toml", home / "store", home / "run", home / "logs")
+    config, data, state = _user_dirs(env)
+    return Layout(None, config / "config.toml", data / "store", state / "run", state / "logs")
+
+
+def _user_dirs(env: Mapping[str, str]) -> tuple[Path, Path, Path]:
+    """(config, data, state) directories of the app, as platformdirs gives them."""
+    if sys.platform.startswith("linux"):
+        home = Path.home()
+
+        def xdg(name: str, default: str) -> Path:
+            value = env.get(name, "").strip()
+            return Path(value if value else home / default) / APP
+
+        return (
+            xdg("XDG_CONFIG_HOME", ".config"),
+            xdg("XDG_DATA_HOME", ".local/share"),
+            xdg("XDG_STATE_HOME", ".local/state"),
+        )
+    import platformdirs  # noqa: PLC0415 - 18 ms, only off Linux
+
+    return (
+        Path(platformdirs.user_config_dir(APP)),
+        Path(platformdirs.user_data_dir(APP)),
+        Path(platformdirs.user_state_dir(APP)),
+    )
+
+
+def hook_timeout_override(env: Mapping[str, str] | None = None) -> float | None:
+    """``MNEMO_HOOK_TIMEOUT_S``: one deadline for every hook event instead of each event's own."""
+    text = (os.environ if env is None else env).get(HOOK_TIMEOUT_ENV, "").strip()
+    return float(text) if text else None
+
+
+def try_lock(path: Path) -> int | None:
+    """Take an exclusive lock on ``path`` without waiting; return the fd to keep it, or None if held."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def is_locked(path: Path) -> bool:
+    """Whether some process holds the lock on ``path`` right now."""
+    if not path.exists():
+        return False
+    fd = try_lock(path)
+    if fd is None:
+        return True
+    os.close(fd)
+    return False

@@ -1,0 +1,175 @@
+"""The hooks' tables: sessions, what was injected into them, and whether it was used.
+
+A mixin of :class:`~mnemo.store.clickhouse.ClickHouseStore`. Rows are facts that are never
+updated in place: a session's end is a newer version of its row; an injection or a verdict
+written twice (a retried hook, a redone audit) folds into one by its key.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import astuple, dataclass, fields
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from mnemo.clock import as_stored
+
+Verdict = Literal["used", "unused", "unclear"]
+# A memory clearly unused this many times within SUPPRESS_DAYS, and never used, is no longer
+# injected for that person (DESIGN §7).
+SUPPRESS_AFTER = 6
+SUPPRESS_DAYS = 30
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    id: str
+    client: str
+    person: str
+    workspace: str
+    cwd: str
+    transcript: str
+    started_at: datetime
+    ended_at: datetime | None = None
+    end_reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class InjectionRow:
+    session: str
+    turn: int
+    memory: str  # '' for the block's frame (header and footer)
+    event: str
+    person: str
+    tokens: int
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictRow:
+    memory: str
+    session: str
+    turn: int
+    person: str
+    verdict: Verdict
+    probability: float
+    method: str  # "citation", "logprobs", "answer" (the decision model's), "no-model"
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class SessionHistory:
+    """What the store knows of a session, to pick it up again after a daemon restart."""
+
+    turn: int
+    episode_ids: list[str]
+    injected: list[InjectionRow]
+
+
+_SESSION_COLUMNS = tuple(f.name for f in fields(SessionRow))
+_INJECTION_COLUMNS = tuple(f.name for f in fields(InjectionRow))
+_VERDICT_COLUMNS = tuple(f.name for f in fields(VerdictRow))
+
+
+class UsageTables:
+    _client: Any
+
+    # Provided by ClickHouseStore.
+    def _translated(self, action: str) -> AbstractContextManager[None]:
+        raise NotImplementedError
+
+    def put_session(self, row: SessionRow) -> None:
+        with self._translated("recording a session"):
+            self._client.insert(
+                "sessions", [[*astuple(row), time.time_ns()]], column_names=[*_SESSION_COLUMNS, "version"]
+            )
+
+    def get_session(self, session: str) -> SessionRow | None:
+        sql = f"SELECT {', '.join(_SESSION_COLUMNS)} FROM sessions FINAL WHERE id = {{id:String}}"
+        with self._translated("reading a session"):
+            rows = self._client.query(sql, parameters={"id": session}).result_rows
+        if not rows:
+            return None
+        values = dict(zip(_SESSION_COLUMNS, rows[0], strict=True))
+        values["started_at"] = as_stored(values["started_at"])
+        if values["ended_at"] is not None:
+            values["ended_at"] = as_stored(values["ended_at"])
+        return SessionRow(**values)
+
+    def session_history(self, session: str) -> SessionHistory:
+        with self._translated("reading a session's history"):
+            turn, ids = self._client.query(
+                "SELECT max(turn), groupArray(id) FROM episodes WHERE session = {s:String}",
+                parameters={"s": session},
+            ).result_rows[0]
+            rows = self._client.query(
+                f"SELECT {', '.join(_INJECTION_COLUMNS)} FROM injections FINAL "
+                "WHERE session = {s:String} ORDER BY turn, memory",
+                parameters={"s": session},
+            ).result_rows
+        injected = [InjectionRow(**dict(zip(_INJECTION_COLUMNS, row, strict=True))) for row in rows]
+        return SessionHistory(int(turn or 0), [str(i) for i in ids], injected)
+
+    def in_session(self, episode_ids: Sequence[str], session: str) -> set[str]:
+        """Which of ``episode_ids`` were recorded in ``session``."""
+        if not episode_ids:
+            return set()
+        with self._translated("reading episodes' sessions"):
+            rows = self._client.query(
+                "SELECT DISTINCT id FROM episodes WHERE id IN {ids:Array(String)} AND session = {s:String}",
+                parameters={"ids": list(episode_ids), "s": session},
+            ).result_rows
+        return {str(row[0]) for row in rows}
+
+    def put_injections(self, rows: Sequence[InjectionRow]) -> None:
+        if rows:
+            with self._translated("recording an injection"):
+                self._client.insert(
+                    "injections", [astuple(r) for r in rows], column_names=list(_INJECTION_COLUMNS)
+                )
+
+    def put_verdicts(self, rows: Sequence[VerdictRow]) -> None:
+        if rows:
+            with self._translated("recording usage verdicts"):
+                self._client.insert(
+                    "usage_verdicts", [astuple(r) for r in rows], column_names=list(_VERDICT_COLUMNS)
+                )
+
+    def verdicts(self, session: str) -> list[VerdictRow]:
+        sql = (
+            f"SELECT {', '.join(_VERDICT_COLUMNS)} FROM usage_verdicts FINAL "
+            "WHERE session = {s:String} ORDER BY turn, memory"
+        )
+        with self._translated("reading usage verdicts"):
+            rows = self._client.query(sql, parameters={"s": session}).result_rows
+        found = []
+        for row in rows:
+            values = dict(zip(_VERDICT_COLUMNS, row, strict=True))
+            values["at"] = as_stored(values["at"])
+            values["probability"] = float(values["probability"])
+            found.append(VerdictRow(**values))
+        return found
+
+    def suppressed(self, person: str, now: datetime) -> set[str]:
+        """Memories clearly unused SUPPRESS_AFTER times in SUPPRESS_DAYS days for ``person``, never used."""
+        sql = f"""
+            SELECT memory FROM usage_verdicts FINAL WHERE person = {{p:String}} GROUP BY memory
+            HAVING countIf(verdict = 'used') = 0
+               AND countIf(verdict = 'unused' AND at >= {{since:DateTime64(3, 'UTC')}}) >= {SUPPRESS_AFTER:d}
+        """
+        since = as_stored(now) - timedelta(days=SUPPRESS_DAYS)
+        with self._translated("reading suppressed memories"):
+            rows = self._client.query(sql, parameters={"p": person, "since": since}).result_rows
+        return {str(row[0]) for row in rows}
+
+    def use_counts(self, person: str) -> dict[str, int]:
+        """How many turns used each memory, for ``person`` (memories never used are absent)."""
+        sql = (
+            "SELECT memory, count() FROM usage_verdicts FINAL "
+            "WHERE person = {p:String} AND verdict = 'used' GROUP BY memory"
+        )
+        with self._translated("counting memory uses"):
+            rows = self._client.query(sql, parameters={"p": person}).result_rows
+        return {str(m): int(n) for m, n in rows}

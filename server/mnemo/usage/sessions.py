@@ -1,0 +1,72 @@
+"""Each hook session's state: its turn, what it was given, what came from it.
+
+Kept in the daemon's memory and rebuilt from the store (episodes and injections) the first time a
+session is seen after a restart, so a restarted daemon neither repeats a memory nor overspends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mnemo.store.usage import SessionHistory
+
+
+@dataclass
+class SessionState:
+    id: str
+    client: str
+    person: str  # the person's namespace, person:<name>
+    workspace: str  # workspace:<id>
+    turn: int = 0
+    tokens: int = 0  # injected so far
+    injected: set[str] = field(default_factory=set)  # memories this session has received
+    by_turn: dict[int, list[str]] = field(default_factory=dict)
+    episodes: set[str] = field(default_factory=set)  # episode ids known to be of this session
+    elsewhere: set[str] = field(default_factory=set)  # episode ids known to be of other sessions
+    prompts: dict[int, str] = field(default_factory=dict)  # the person's prompt, per turn (audit)
+    answered: set[int] = field(default_factory=set)  # turns whose final answer is recorded
+
+    @classmethod
+    def resumed(
+        cls, id: str, client: str, person: str, workspace: str, history: SessionHistory
+    ) -> SessionState:
+        state = cls(id, client, person, workspace, turn=history.turn, episodes=set(history.episode_ids))
+        for row in history.injected:
+            state.tokens += row.tokens
+            if row.memory:
+                state.injected.add(row.memory)
+                state.by_turn.setdefault(row.turn, []).append(row.memory)
+        return state
+
+    def unknown(self, sources: list[str]) -> list[str]:
+        """Of a memory's source episodes, those not yet known to be of this session or another."""
+        return [s for s in sources if s not in self.episodes and s not in self.elsewhere]
+
+    def learn(self, asked: list[str], here: set[str]) -> None:
+        self.episodes |= here
+        self.elsewhere.update(s for s in asked if s not in here)
+
+    def came_from_here(self, sources: list[str]) -> bool:
+        """Whether a memory with these sources was distilled from (or noted in) this session."""
+        return any(source in self.episodes for source in sources)
+
+
+class SessionBook:
+    """The sessions a daemon is serving, by id (bounded: the oldest are dropped, the store keeps them)."""
+
+    def __init__(self, limit: int = 1_000) -> None:
+        self._sessions: dict[str, SessionState] = {}
+        self._limit = limit
+
+    def get(self, session: str) -> SessionState | None:
+        return self._sessions.get(session)
+
+    def put(self, state: SessionState) -> SessionState:
+        self._sessions.pop(state.id, None)
+        self._sessions[state.id] = state
+        while len(self._sessions) > self._limit:
+            self._sessions.pop(next(iter(self._sessions)))
+        return state
+
+    def drop(self, session: str) -> None:
+        self._sessions.pop(session, None)

@@ -1,0 +1,91 @@
+"""Which workspace a directory belongs to: ``workspace:<id>``, from the git remote, else the repo root.
+
+The id is the ``origin`` remote (else the first remote) without scheme, credentials or ``.git``
+(``git@github.com:org/repo.git`` and ``https://x@github.com/org/repo`` are both
+``github.com/org/repo``), so clones of one repository share their memories; a repository without a
+remote is its root directory; a directory outside any repository is itself. Read from the files
+(no ``git`` process), so that a hook stays fast.
+"""
+
+from __future__ import annotations
+
+import configparser
+import hashlib
+import re
+from functools import lru_cache
+from pathlib import Path
+
+MAX_ID_CHARS = 120
+_SCP_LIKE = re.compile(r"^(?:[^@/\s]+@)?([^:/\s]+):(?!//)(.+)$")
+
+
+def workspace_namespace(cwd: str) -> str:
+    """The namespace of the workspace ``cwd`` is in (``workspace:<id>``)."""
+    return "workspace:" + _fit(workspace_id(cwd))
+
+
+@lru_cache(maxsize=256)
+def workspace_id(cwd: str) -> str:
+    start = Path(cwd).expanduser()
+    root = _repo_root(start)
+    if root is None:
+        return str(start)
+    remote = _remote_url(root)
+    return normalise_remote(remote) if remote else str(root)
+
+
+def normalise_remote(url: str) -> str:
+    """``host/path`` of a git remote URL, without user, password, port noise or ``.git``."""
+    url = url.strip()
+    scp = _SCP_LIKE.match(url)
+    if "://" in url:
+        rest = url.split("://", 1)[1]
+        host, _, path = rest.partition("/")
+        host = host.rsplit("@", 1)[-1]
+        if host.count(":") == 1 and host.split(":")[1].isdigit():
+            host = host.split(":")[0]
+    elif scp:
+        host, path = scp.group(1), scp.group(2)
+    else:
+        return url.removesuffix("/").removesuffix(".git")
+    path = path.strip("/").removesuffix(".git")
+    return f"{host.lower()}/{path}" if path else host.lower()
+
+
+def _repo_root(start: Path) -> Path | None:
+    for directory in (start, *start.parents):
+        if (directory / ".git").exists():
+            return directory
+    return None
+
+
+def _remote_url(root: Path) -> str:
+    git = root / ".git"
+    if git.is_file():  # a worktree or submodule: "gitdir: <path>"
+        text = git.read_text(encoding="utf-8", errors="replace").strip()
+        if not text.startswith("gitdir:"):
+            return ""
+        git = (root / text.split(":", 1)[1].strip()).resolve()
+        common = git / "commondir"
+        if common.is_file():
+            git = (git / common.read_text(encoding="utf-8").strip()).resolve()
+    parser = configparser.RawConfigParser(strict=False)
+    try:
+        parser.read(git / "config", encoding="utf-8")
+    except (configparser.Error, OSError):
+        return ""
+    remotes = [s for s in parser.sections() if s.startswith('remote "')]
+    remotes.sort(key=lambda s: s != 'remote "origin"')
+    for section in remotes:
+        url = parser.get(section, "url", fallback="")
+        if url:
+            return url
+    return ""
+
+
+def _fit(text: str) -> str:
+    text = re.sub(r"\s+", "-", text.strip()) or "unknown"
+    if len(text) <= MAX_ID_CHARS:
+        return text
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    return f"{text[: MAX_ID_CHARS - 13]}~{digest}"

@@ -1,0 +1,321 @@
+"""The hook process (``mnemo-mcp hook <Event>``) against a real daemon, a dead one and a hung one."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from mnemo.daemon.client import DaemonClient
+from mnemo.daemon.launcher import ping
+from mnemo.memories import MemoryType, RememberRequest
+from mnemo.recall import RecallEpisodeRequest, RecallRequest
+from mnemo.usage.budget import BLOCK_TOKENS, SESSION_TOKENS, estimate_tokens
+from tests.conftest import BIN, Home
+
+EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "PreCompact", "SessionEnd", "PreToolUse")
+CWD = "/srv/checkout"  # not a repository: its workspace is the directory itself
+WORKSPACE = f"workspace:{CWD}"
+
+
+def hook(home: Home, event: str, payload: dict[str, Any], **env: str) -> tuple[str, float, int]:
+    """Run the hook process as a host does; return its stdout, wall time and exit code."""
+    started = time.monotonic()
+    done = subprocess.run(
+        [str(BIN / "mnemo-mcp"), "hook", event],
+        input=json.dumps(payload),
+        env={**home.env, **env},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    return done.stdout, time.monotonic() - started, done.returncode
+
+
+def event_input(event: str, session: str = "s-1", **fields: Any) -> dict[str, Any]:
+    base = {
+        "session_id": session,
+        "transcript_path": f"/home/u/.claude/projects/x/{session}.jsonl",
+        "cwd": CWD,
+        "hook_event_name": event,
+        "permission_mode": "default",
+    }
+    defaults: dict[str, dict[str, Any]] = {
+        "SessionStart": {"source": "startup"},
+        "UserPromptSubmit": {"prompt": "which day do we deploy?"},
+        "PostToolUse": {
+            "tool_name": "Bash",
+            "tool_input": {"command": "git log -1"},
+            "tool_response": {"stdout": "commit abc", "stderr": ""},
+            "tool_use_id": "toolu_1",
+        },
+        "Stop": {"last_assistant_message": "We deploy on Thursdays.", "stop_hook_active": False},
+        "PreCompact": {"trigger": "manual", "custom_instructions": ""},
+        "SessionEnd": {"reason": "exit"},
+        "PreToolUse": {"tool_name": "mcp__mnemo__remember", "tool_input": {"content": "x"}},
+    }
+    return {**base, **defaults[event], **fields}
+
+
+def context_of(stdout: str) -> str:
+    """The additionalContext a host would add, or '' when the hook printed nothing."""
+    if not stdout:
+        return ""
+    return str(json.loads(stdout)["hookSpecificOutput"]["additionalContext"])
+
+
+def test_with_the_daemon_unreachable_every_hook_exits_0_silently_within_a_second(home: Home) -> None:
+    # A store the daemon cannot open: it never comes up, so every event meets a dead daemon.
+    broken = home.with_env(MNEMO_STORE="http://127.0.0.1:9/")
+    for event in EVENTS:
+        stdout, elapsed, code = hook(broken, event, event_input(event))
+        assert (code, stdout) == (0, ""), event
+        assert elapsed < 1.0, f"{event} took {elapsed:.2f} s"
+
+
+def test_a_hook_that_finds_no_daemon_starts_one_for_next_time(home: Home) -> None:
+    assert ping(home.settings) is None
+    stdout, _, code = hook(home, "Stop", event_input("Stop"))
+    assert (code, stdout) == (0, "")
+    deadline = time.monotonic() + 60
+    while ping(home.settings) is None:
+        assert time.monotonic() < deadline, "the hook did not start a daemon"
+        time.sleep(0.2)
+
+
+@pytest.fixture
+def hung_daemon(home: Home) -> Iterator[Path]:
+    """A socket where the daemon should be that accepts and never answers."""
+    path = home.settings.socket_path
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(16)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except TimeoutError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield path
+    finally:
+        stop.set()
+        thread.join()
+        for conn in held:
+            conn.close()
+        server.close()
+        path.unlink(missing_ok=True)
+
+
+def test_a_daemon_that_does_not_answer_in_time_costs_the_deadline_and_no_output(
+    home: Home, hung_daemon: Path
+) -> None:
+    stdout, elapsed, code = hook(
+        home, "UserPromptSubmit", event_input("UserPromptSubmit"), MNEMO_HOOK_TIMEOUT_S="0.3"
+    )
+    assert (code, stdout) == (0, "")
+    assert 0.3 <= elapsed < 1.0
+    assert "timed out" in (home.settings.log_dir / "hooks.log").read_text()
+
+
+def test_bad_input_exits_0_silently_and_is_logged(home: Home) -> None:
+    done = subprocess.run(
+        [str(BIN / "mnemo-mcp"), "hook", "UserPromptSubmit"],
+        input="not json",
+        env=home.env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (0, "")
+    done = subprocess.run(
+        [str(BIN / "mnemo-mcp"), "hook", "NoSuchEvent"],
+        input="{}",
+        env=home.env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (0, "")
+    assert "usage: mnemo-mcp hook" in (home.settings.log_dir / "hooks.log").read_text()
+
+
+def test_plan_mode_denies_mnemos_write_tools_and_nothing_else(home: Home) -> None:
+    plan = {"permission_mode": "plan"}
+    for tool in ("mcp__mnemo__remember", "mcp__plugin_mnemo_mnemo__forget", "mcp__mnemo__keep"):
+        stdout, _, code = hook(home, "PreToolUse", event_input("PreToolUse", tool_name=tool, **plan))
+        decision = json.loads(stdout)["hookSpecificOutput"]
+        assert code == 0
+        assert decision["permissionDecision"] == "deny"
+        assert "plan mode" in decision["permissionDecisionReason"]
+    for tool, mode in (
+        ("mcp__mnemo__recall", "plan"),
+        ("mcp__other__remember", "plan"),
+        ("Bash", "plan"),
+        ("mcp__mnemo__remember", "default"),
+    ):
+        stdout, _, code = hook(
+            home, "PreToolUse", event_input("PreToolUse", tool_name=tool, permission_mode=mode)
+        )
+        assert (code, stdout) == (0, ""), (tool, mode)
+
+
+async def _remember(home: Home, items: list[tuple[str, MemoryType, str]], session: str = "") -> list[str]:
+    async with DaemonClient(home.settings) as client:
+        ids = []
+        for content, kind, namespace in items:
+            memory = await client.remember(
+                RememberRequest(content=content, type=kind, namespace=namespace, session=session)
+            )
+            ids.append(memory.id)
+        return ids
+
+
+async def _session_episodes(home: Home, session: str) -> list[Any]:
+    async with DaemonClient(home.settings) as client:
+        found = await client.recall_episodes(RecallEpisodeRequest(session=session, limit=200))
+        return [hit.episode for hit in found.episodes]
+
+
+def test_a_turn_is_recorded_and_stop_and_post_tool_use_print_nothing(home: Home) -> None:
+    anyio.run(
+        _remember,
+        home,
+        [("Deploys happen on Thursdays: QA tests on Wednesday", MemoryType.DECISION, WORKSPACE)],
+    )
+    hook(home, "SessionStart", event_input("SessionStart", session="s-turn"))
+    stdout, _, _ = hook(home, "UserPromptSubmit", event_input("UserPromptSubmit", session="s-turn"))
+    for event in ("PostToolUse", "Stop", "PreCompact", "SessionEnd"):
+        stdout, _, code = hook(home, event, event_input(event, session="s-turn"))
+        assert (code, stdout) == (0, ""), event
+    episodes = anyio.run(_session_episodes, home, "s-turn")
+    assert [(e.kind.value, e.role.value, e.turn) for e in episodes] == [
+        ("prompt", "user", 1),
+        ("tool_result", "tool", 1),
+        ("response", "assistant", 1),
+    ]
+    assert episodes[0].text == "which day do we deploy?"
+    assert episodes[0].namespace == WORKSPACE
+    assert episodes[0].client == "claude-code"
+    assert "commit abc" in episodes[1].text
+    assert episodes[2].text == "We deploy on Thursdays."
+
+
+TOPICS = [
+    ("deploy", "Deploys happen on Thursdays because QA tests on Wednesday", MemoryType.DECISION),
+    ("deploy", "Deploys to production need two approvals in the release channel", MemoryType.PROCEDURE),
+    ("deploy", "The deploy pipeline runs the smoke tests against staging first", MemoryType.FACT),
+    ("database", "We moved the billing database from MySQL to Postgres 16 for JSON", MemoryType.DECISION),
+    ("database", "Database migrations are written with Alembic and reviewed by Marta", MemoryType.PROCEDURE),
+    ("database", "The Postgres primary keeps 30 days of WAL for point-in-time recovery", MemoryType.FACT),
+    ("formatting", "Use ruff for formatting Python, never black", MemoryType.PREFERENCE),
+    ("formatting", "Line length is 110 characters in every Python package", MemoryType.PREFERENCE),
+    ("testing", "Tests run against the real embedded ClickHouse, never mocks", MemoryType.DECISION),
+    ("testing", "pytest runs with filterwarnings=error so warnings fail the build", MemoryType.FACT),
+    ("cache", "Redis is the session cache; its keys expire after 24 hours", MemoryType.FACT),
+    ("cache", "The gateway cache was disabled after it served stale prices in March", MemoryType.POSTMORTEM),
+    ("queue", "Kafka carries order events; consumers commit offsets after processing", MemoryType.FACT),
+    ("queue", "Retry failed order events three times, then park them in dead letters", MemoryType.PROCEDURE),
+    ("auth", "Login tokens are JWTs signed with RS256 and rotated monthly", MemoryType.FACT),
+    ("auth", "Passwords are hashed with argon2id since the 2024 audit", MemoryType.DECISION),
+    ("frontend", "The web app is built with Vite and React 19", MemoryType.FACT),
+    ("frontend", "Components use CSS modules; no Tailwind in this repo", MemoryType.PREFERENCE),
+    ("monitoring", "Alerts go to the #ops-alerts Slack channel through Grafana", MemoryType.FACT),
+    ("monitoring", "The gateway died when logs filled its disk; retention is 7 days", MemoryType.POSTMORTEM),
+]  # fmt: skip
+PROMPTS = [
+    "which day do we deploy to production?",
+    "how do we ship a release, what approvals are needed?",
+    "what database does billing use and why?",
+    "how should I write a database migration?",
+    "how do I format the Python code?",
+    "what is the line length?",
+    "can I mock ClickHouse in the tests?",
+    "why did my test fail on a warning?",
+    "how long do sessions stay in the cache?",
+    "should I turn the gateway cache back on?",
+    "how are order events delivered?",
+    "what happens when an order event fails?",
+    "how are login tokens signed?",
+    "how are passwords stored?",
+    "what is the frontend built with?",
+    "can I use Tailwind for this component?",
+    "where do alerts go?",
+    "why is log retention 7 days on the gateway?",
+    "tell me again about deploys and the database",
+    "anything else about monitoring, caching or formatting?",
+]
+
+
+def test_twenty_prompts_stay_within_budgets_never_repeat_and_skip_this_sessions_memories(home: Home) -> None:
+    session = "s-twenty"
+    items = [(f"{content} ({topic} note {n})", kind, WORKSPACE if n % 2 else "person:tester")
+             for n, (topic, content, kind) in enumerate(TOPICS * 2)]  # fmt: skip
+    anyio.run(_remember, home, items)
+    # Noted in this very session: the model has it in front of it already.
+    own_item = ("Deploys happen on Fridays in this session's plan", MemoryType.DECISION, WORKSPACE)
+    [own] = anyio.run(_remember, home, [own_item], session)
+    stdout, _, _ = hook(home, "SessionStart", event_input("SessionStart", session=session))
+    blocks = [context_of(stdout)]
+    assert blocks[0], "session start should inject the workspace's memories"
+    task_note = "<task-notification><task-id>b1</task-id><status>completed</status></task-notification>"
+    for n, prompt in enumerate(PROMPTS):
+        stdout, _, code = hook(
+            home, "UserPromptSubmit", event_input("UserPromptSubmit", session=session, prompt=prompt)
+        )
+        assert code == 0
+        blocks.append(context_of(stdout))
+        if n % 5 == 0:  # background-task notices arrive between prompts
+            notice = event_input("UserPromptSubmit", session=session, prompt=task_note)
+            stdout, _, code = hook(home, "UserPromptSubmit", notice)
+            assert (code, stdout) == (0, "")
+        hook(home, "Stop", event_input("Stop", session=session, last_assistant_message=f"answer {n}"))
+    injected = [b for b in blocks if b]
+    assert len(injected) >= 5, "memory on these topics should have been injected"
+    assert all(estimate_tokens(b) <= BLOCK_TOKENS for b in injected)
+    assert sum(estimate_tokens(b) for b in injected) <= SESSION_TOKENS
+    ids = [line.split("]")[0][3:] for b in injected for line in b.splitlines() if line.startswith("- [")]
+    assert len(ids) == len(set(ids)), "a memory was injected twice in one session"
+    assert own not in ids
+    assert all("data, not instructions" in b and "AGENTS.md" in b for b in injected)
+    episodes = anyio.run(_session_episodes, home, session)
+    prompts = [e.text for e in episodes if e.kind.value == "prompt"]
+    assert prompts == PROMPTS, "task notifications must not be recorded as prompts"
+    # Another session is given the memory this one was not.
+    elsewhere = event_input("UserPromptSubmit", session="s-other", prompt="which day do we deploy? Fridays?")
+    other, _, _ = hook(home, "UserPromptSubmit", elsewhere)
+    assert own in context_of(other)
+
+
+def test_recall_still_works_for_what_hooks_would_not_inject(home: Home) -> None:
+    [memory] = anyio.run(_remember, home, [("Deploys happen on Thursdays", MemoryType.DECISION, WORKSPACE)])
+    first, _, _ = hook(home, "UserPromptSubmit", event_input("UserPromptSubmit", session="s-r"))
+    assert memory in context_of(first)
+    again, _, _ = hook(home, "UserPromptSubmit", event_input("UserPromptSubmit", session="s-r"))
+    assert again == ""
+
+    async def recall() -> list[str]:
+        async with DaemonClient(home.settings) as client:
+            found = await client.recall(RecallRequest(query="which day do we deploy?"))
+            return [hit.memory.id for hit in found.memories]
+
+    assert memory in anyio.run(recall)

@@ -1,0 +1,176 @@
+"""The usage audit: cited → used, the decision model's probability otherwise, and suppression of
+memories clearly unused 6 times in 30 days (the daemon's hook service in this process, with the
+real store, index and embedder, a scripted model over HTTP, and a clock the test moves)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import anyio
+import pytest
+
+from mnemo.daemon.hooks import HookService
+from mnemo.daemon.service import MemoryService
+from mnemo.embed import load_embedder
+from mnemo.episodes import NoRedaction
+from mnemo.memories import MemoryType, RememberRequest
+from mnemo.recall import RecallRequest
+from mnemo.store import open_store
+from mnemo.usage.audit import UNUSED_BELOW, USED_AT, verdict_of
+from tests.conftest import Home
+from tests.helpers import Clock
+from tests.llm_server import LLMServer
+
+pytestmark = pytest.mark.anyio
+WORKSPACE = "workspace:/srv/app"
+DEPLOY = "Deploys happen on Thursdays because QA tests on Wednesday"
+STAGING = "The staging database is reset from a snapshot every night at 02:00"
+
+
+@asynccontextmanager
+async def hook_service(home: Home, llm_url: str | None, clock: Clock) -> AsyncIterator[HookService]:
+    env = {"MNEMO_LLM_URL": llm_url, "MNEMO_LLM_MODEL": "test-model"} if llm_url else {}
+    settings = home.with_env(**env).settings
+    store = open_store(settings.store)
+    try:
+        service = MemoryService(store, settings, NoRedaction(), load_embedder(settings))
+        hooks = HookService(service, clock=clock)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(service.writer.run)
+            await service.build_index()
+            tg.start_soon(hooks.run_audits)
+            yield hooks
+            tg.cancel_scope.cancel()
+    finally:
+        store.close()
+
+
+def _input(session: str, **fields: Any) -> dict[str, Any]:
+    return {
+        "session_id": session,
+        "cwd": "/srv/app",
+        "transcript_path": f"/h/.claude/projects/p/{session}.jsonl",
+        **fields,
+    }
+
+
+async def _turn(hooks: HookService, session: str, prompt: str, answer: str) -> str:
+    """One turn: the prompt's injected block, then the answer (which queues the audit)."""
+    out = await hooks.handle("UserPromptSubmit", _input(session, prompt=prompt), "")
+    block = json.loads(out)["hookSpecificOutput"]["additionalContext"] if out else ""
+    await hooks.handle("Stop", _input(session, last_assistant_message=answer), "")
+    return block
+
+
+async def _audited(hooks: HookService, count: int) -> None:
+    with anyio.fail_after(30):
+        while hooks.audits_done < count:
+            await anyio.sleep(0.02)
+
+
+def _script(server: LLMServer) -> None:
+    # "Did the ANSWER use the MEMORY?" A) yes B) no — the answer text decides.
+    server.answer(contains="ANSWER: Tuesday", choices={"A": 0.30, "B": 0.70})  # used (≥ 0.08)
+    server.answer(contains="ANSWER: maybe", choices={"B": 0.95, "A": 0.05})  # unclear
+    server.answer(contains="ANSWER: ", choices={"B": 0.99, "A": 0.01})  # clearly unused
+
+
+def test_thresholds() -> None:
+    assert verdict_of(USED_AT) == "used"
+    assert verdict_of(0.05) == "unclear"
+    assert verdict_of(UNUSED_BELOW) == "unclear"
+    assert verdict_of(0.0299) == "unused"
+
+
+async def test_a_cited_memory_is_used_an_unrelated_answer_clearly_unused(
+    home: Home, llm_server: LLMServer
+) -> None:
+    _script(llm_server)
+    clock = Clock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
+    async with hook_service(home, llm_server.url, clock) as hooks:
+        deploy = await hooks.service.remember(
+            RememberRequest(content=DEPLOY, type=MemoryType.DECISION, namespace=WORKSPACE)
+        )
+        block = await _turn(hooks, "s-1", "which day do we deploy?", f"Thursdays, as decided [{deploy.id}].")
+        assert deploy.id in block
+        block = await _turn(hooks, "s-2", "which day do we deploy?", "I renamed the variable in utils.py.")
+        assert deploy.id in block
+        block = await _turn(hooks, "s-3", "which day do we deploy?", "maybe later")
+        block = await _turn(hooks, "s-4", "which day do we deploy?", "Tuesday, I think")
+        await _audited(hooks, 4)
+        verdicts = {s: hooks.store.verdicts(s) for s in ("s-1", "s-2", "s-3", "s-4")}
+    assert [(v.verdict, v.method) for v in verdicts["s-1"]] == [("used", "citation")]
+    [unused] = verdicts["s-2"]
+    assert (unused.verdict, unused.method, unused.memory, unused.turn) == ("unused", "logprobs", deploy.id, 1)
+    assert unused.probability == pytest.approx(0.01, abs=1e-3)
+    assert [v.verdict for v in verdicts["s-3"]] == ["unclear"]
+    assert [v.verdict for v in verdicts["s-4"]] == ["used"]
+    # The model was asked only where there was no citation, and saw the memory and the answer.
+    asked = [p for p in llm_server.prompts() if "Did the ANSWER use the MEMORY" in p]
+    assert len(asked) == 3
+    assert all(DEPLOY in p for p in asked)
+
+
+async def test_six_clear_non_uses_in_30_days_stop_injection_but_not_recall(
+    home: Home, llm_server: LLMServer
+) -> None:
+    _script(llm_server)
+    clock = Clock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
+    question = "is the staging database reset at night?"
+    async with hook_service(home, llm_server.url, clock) as hooks:
+        staging = await hooks.service.remember(
+            RememberRequest(content=STAGING, type=MemoryType.FACT, namespace=WORKSPACE)
+        )
+        # Day 0, then five more sessions within the next 30 days: each injects it, none uses it.
+        for n in range(6):
+            if n:
+                clock.now += timedelta(days=5)
+            block = await _turn(hooks, f"s-{n}", question, "I fixed the typo in the README.")
+            assert staging.id in block, f"session {n}: still injected before the sixth non-use"
+            await _audited(hooks, n + 1)
+        block = await _turn(hooks, "s-6", question, "I fixed another typo.")
+        assert staging.id not in block, "six clear non-uses in 30 days: no longer injected"
+        found = await hooks.service.recall(RecallRequest(query=question))
+        assert staging.id in [hit.memory.id for hit in found.memories], "explicit recall still finds it"
+        await _audited(hooks, 6)  # s-6 had nothing injected, so no audit
+        # Day 0's non-use leaves the 30-day window: five remain, and it is injected again.
+        clock.now = datetime(2026, 3, 2, 9, 0, tzinfo=UTC) + timedelta(days=30, hours=1)
+        hooks._suppressed.clear()
+        block = await _turn(hooks, "s-7", question, "done")
+        assert staging.id in block
+
+
+async def test_a_memory_ever_used_is_never_suppressed(home: Home, llm_server: LLMServer) -> None:
+    _script(llm_server)
+    clock = Clock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
+    question = "is the staging database reset at night?"
+    async with hook_service(home, llm_server.url, clock) as hooks:
+        staging = await hooks.service.remember(
+            RememberRequest(content=STAGING, type=MemoryType.FACT, namespace=WORKSPACE)
+        )
+        await _turn(hooks, "s-used", question, f"Yes, nightly [{staging.id}].")
+        for n in range(6):
+            clock.now += timedelta(days=1)
+            await _turn(hooks, f"s-{n}", question, "unrelated work")
+        await _audited(hooks, 7)
+        block = await _turn(hooks, "s-last", question, "unrelated")
+        assert staging.id in block
+
+
+async def test_without_a_model_verdicts_come_from_citations_alone(home: Home) -> None:
+    clock = Clock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
+    async with hook_service(home, None, clock) as hooks:
+        deploy = await hooks.service.remember(
+            RememberRequest(content=DEPLOY, type=MemoryType.DECISION, namespace=WORKSPACE)
+        )
+        await _turn(hooks, "s-a", "which day do we deploy?", f"Thursday [{deploy.id}]")
+        for n in range(7):
+            await _turn(hooks, f"s-{n}", "which day do we deploy?", "unrelated")
+        await _audited(hooks, 8)
+        verdicts = [v for n in range(7) for v in hooks.store.verdicts(f"s-{n}")]
+        assert [(v.verdict, v.method) for v in hooks.store.verdicts("s-a")] == [("used", "citation")]
+        assert {(v.verdict, v.method) for v in verdicts} == {("unclear", "no-model")}
