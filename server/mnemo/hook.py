@@ -21,7 +21,7 @@ import socket
 import sys
 import time
 
-from mnemo.paths import Layout, hook_timeout_override, is_locked, layout
+from mnemo.paths import Layout, hook_timeout_override, host_client, is_locked, layout
 
 # Seconds the daemon may take, per event: inside the hosts' limits with room to spare (SessionEnd
 # has 1.5 s in Claude Code). MNEMO_HOOK_TIMEOUT_S overrides them all.
@@ -65,7 +65,7 @@ def main(argv: list[str]) -> int:
 def _parse_args(argv: list[str]) -> tuple[str, str]:
     if not argv or argv[0] not in EVENTS:
         raise ValueError(f"usage: mnemo-mcp hook <{'|'.join(EVENTS)}> [--client {'|'.join(CLIENTS)}]")
-    client = ""
+    client = host_client()
     if len(argv) == 3 and argv[1] == "--client" and argv[2] in CLIENTS:
         client = argv[2]
     elif len(argv) != 1:

@@ -55,7 +55,7 @@ def layout(env: Mapping[str, str] | None = None) -> Layout:
 def _user_dirs(env: Mapping[str, str]) -> tuple[Path, Path, Path]:
     """(config, data, state) directories of the app, as platformdirs gives them."""
     if sys.platform.startswith("linux"):
-        home = Path.home()
+        home = Path(env["HOME"]) if env.get("HOME") else Path.home()
 
         def xdg(name: str, default: str) -> Path:
             value = env.get(name, "").strip()
@@ -79,6 +79,12 @@ def hook_timeout_override(env: Mapping[str, str] | None = None) -> float | None:
     """``MNEMO_HOOK_TIMEOUT_S``: one deadline for every hook event instead of each event's own."""
     text = (os.environ if env is None else env).get(HOOK_TIMEOUT_ENV, "").strip()
     return float(text) if text else None
+
+
+def host_client(env: Mapping[str, str] | None = None) -> str:
+    """The host running a hook, when its environment says: Claude Code sets CLAUDECODE=1."""
+    env = os.environ if env is None else env
+    return "claude-code" if env.get("CLAUDECODE") == "1" else ""
 
 
 def try_lock(path: Path) -> int | None:

@@ -23,16 +23,17 @@ import dataclasses
 import hashlib
 import json
 import logging
-import re
 import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.to_thread
 
+from mnemo import transcripts
 from mnemo.clock import utc_now
 from mnemo.daemon.service import MemoryService
 from mnemo.episodes import EpisodeIn, Role
@@ -49,7 +50,6 @@ from mnemo.workspace import workspace_namespace
 logger = logging.getLogger(__name__)
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "PreCompact", "SessionEnd")
-TASK_NOTIFICATION = "<task-notification>"
 CANDIDATES = 24  # memories ranked per injection, before the session's filters
 START_CANDIDATES = 300
 SUPPRESSED_TTL_S = 60.0
@@ -64,7 +64,6 @@ START_ORDER = {
     MemoryType.STATE: 6,
     MemoryType.EVENT: 7,
 }
-_ID_UNSAFE = re.compile(r"[^A-Za-z0-9._:\-/]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +171,7 @@ class HookService:
 
     async def _prompt(self, state: SessionState, payload: Mapping[str, Any]) -> str:
         prompt = str(payload.get("prompt") or "")
-        if prompt.lstrip().startswith(TASK_NOTIFICATION) or not prompt.strip():
+        if prompt.lstrip().startswith(transcripts.TASK_NOTIFICATION) or not prompt.strip():
             return ""
         if state.prompts.get(state.turn) != prompt or state.turn in state.answered:
             state.turn += 1  # a retried hook re-sends the same prompt before any answer
@@ -224,7 +223,7 @@ class HookService:
         limit = self._settings.max_episode_chars
         if len(text) > limit:
             text = text[: limit - 40] + f"\n[… cut by mnemo at {limit:,} characters]"
-        episode_id = _safe_id(f"{state.client}:{state.id}:{state.turn}:{part}")
+        episode_id = transcripts.episode_id(state.client, state.id, state.turn, part)
         episode = EpisodeIn(
             id=episode_id,
             text=text,
@@ -305,15 +304,10 @@ class HookService:
 
 
 def _client_of(payload: Mapping[str, Any]) -> str:
-    transcript = str(payload.get("transcript_path") or "")
-    return "codex" if "/.codex/" in transcript or "turn_id" in payload else "claude-code"
-
-
-def _safe_id(text: str) -> str:
-    cleaned = _ID_UNSAFE.sub("-", text)
-    if len(cleaned) <= 200 and cleaned[0].isalnum():
-        return cleaned
-    return "h" + hashlib.sha256(text.encode()).hexdigest()
+    """The host, when the hook process could not tell (Claude Code sets CLAUDECODE=1 for hooks):
+    Codex's transcripts are rollout-….jsonl files, and its turn events carry a turn_id."""
+    name = Path(str(payload.get("transcript_path") or "")).name
+    return "codex" if name.startswith("rollout-") or "turn_id" in payload else "claude-code"
 
 
 def _compact(value: object, limit: int = 600) -> str:
@@ -324,10 +318,12 @@ def _compact(value: object, limit: int = 600) -> str:
 def _as_text(value: object) -> str:
     if isinstance(value, str):
         return value
-    if isinstance(value, dict):  # Claude Code: {"stdout": …, "stderr": …} or {"content": [...]}
+    if isinstance(value, dict):  # Bash: {"stdout": …, "stderr": …}; MCP in Codex: {"content": [...]}
         parts = [str(value[k]) for k in ("stdout", "stderr", "output", "result") if value.get(k)]
         if parts:
             return "\n".join(parts)
+        if isinstance(value.get("content"), list):
+            value = value["content"]
     if isinstance(value, list):  # content blocks
         texts = [str(b.get("text")) for b in value if isinstance(b, dict) and b.get("text")]
         if texts:

@@ -1,0 +1,227 @@
+"""The hosts' own transcripts, read into turns: Claude Code JSONL and Codex rollouts.
+
+Used by ``mnemo import --from claude-code|codex`` (backfill) and by ``mnemo stats`` (how many
+tokens the sessions read). A turn is what the hooks see live: the person's prompt, the tool
+results, the final answer; turns are numbered from 1 in prompt order, so imported episodes get the
+same ids as the hooks give them (:func:`episode_id`) and a backfill over a session the hooks
+already recorded stores nothing twice.
+
+Claude Code (``~/.claude/projects/<project>/<session>.jsonl``): one JSON object per line;
+``type`` "user" lines are prompts (string content, or text blocks) or tool results
+(``tool_result`` blocks); ``type`` "assistant" lines carry one content block each (text or
+``tool_use``) and the API call's ``usage`` (repeated on each block of one message: counted once
+per ``message.id``). Meta lines (``isMeta``), sidechains (sub-agents), compaction summaries and
+``<task-notification>`` prompts are not the person's prompts.
+
+Codex (``~/.codex/sessions/YYYY/MM/DD/rollout-….jsonl``): ``session_meta`` (id, cwd), then
+``response_item`` lines (``message`` with role user/assistant, ``function_call``,
+``function_call_output``) and ``event_msg`` lines (``user_message``, ``agent_message``,
+``token_count``). Prompts are the ``user_message`` events (the user ``message`` items also hold
+injected context: instructions, environment); answers the assistant messages; tokens read the
+last cumulative ``token_count``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from mnemo.clock import as_stored
+
+TASK_NOTIFICATION = "<task-notification>"
+CLIENTS = ("claude-code", "codex")
+_ID_UNSAFE = re.compile(r"[^A-Za-z0-9._:\-/]")
+
+
+@dataclass
+class ToolResult:
+    key: str  # the tool call's id
+    name: str
+    input: Any
+    output: str
+    time: datetime | None
+
+
+@dataclass
+class Turn:
+    number: int
+    prompt: str
+    time: datetime | None
+    tools: list[ToolResult] = field(default_factory=list)
+    answer: str = ""
+    answer_time: datetime | None = None
+
+
+@dataclass
+class Transcript:
+    client: str
+    session: str
+    cwd: str
+    path: Path
+    turns: list[Turn] = field(default_factory=list)
+    tokens_read: int = 0  # input tokens over the session's model calls, cached ones included
+
+
+def episode_id(client: str, session: str, turn: int, part: str) -> str:
+    """The id the hooks and the importers give a turn's episode (part: prompt, answer, tool:<id>)."""
+    text = f"{client}:{session}:{turn}:{part}"
+    cleaned = _ID_UNSAFE.sub("-", text)
+    if len(cleaned) <= 200 and cleaned[0].isalnum():
+        return cleaned
+    return "h" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def default_root(client: str) -> Path:
+    return Path.home() / (".claude/projects" if client == "claude-code" else ".codex/sessions")
+
+
+def find(client: str, path: Path) -> list[Path]:
+    """The transcript files at ``path`` (a file, or a directory searched recursively), oldest first."""
+    if path.is_file():
+        return [path]
+    pattern = "*.jsonl" if client == "claude-code" else "rollout-*.jsonl"
+    return sorted(path.rglob(pattern), key=lambda p: (p.stat().st_mtime, str(p)))
+
+
+def read(client: str, path: Path) -> Transcript:
+    return read_claude_code(path) if client == "claude-code" else read_codex(path)
+
+
+def _lines(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open("rb") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+            except ValueError:
+                continue  # a line cut short by a crash: the rest is still good
+            if isinstance(item, dict):
+                yield item
+
+
+def _time(value: object) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return as_stored(datetime.fromisoformat(value.replace("Z", "+00:00")))
+    except ValueError:
+        return None
+
+
+def _texts(content: object, kinds: tuple[str, ...] = ("text",)) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(b.get("text") or "") for b in content if isinstance(b, dict) and b.get("type") in kinds
+        ).strip()
+    return ""
+
+
+def _tool_output(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(b.get("text") or "") for b in content if isinstance(b, dict) and "text" in b)
+    return json.dumps(content, ensure_ascii=False, default=str)
+
+
+def read_claude_code(path: Path) -> Transcript:
+    transcript = Transcript("claude-code", path.stem, "", path)
+    turn: Turn | None = None
+    tool_calls: dict[str, tuple[str, Any]] = {}
+    counted: set[str] = set()
+    for item in _lines(path):
+        kind = item.get("type")
+        if item.get("sessionId"):
+            transcript.session = str(item["sessionId"])
+        if item.get("cwd") and not transcript.cwd:
+            transcript.cwd = str(item["cwd"])
+        if kind not in ("user", "assistant") or item.get("isSidechain"):
+            continue
+        message = item.get("message") or {}
+        content = message.get("content")
+        when = _time(item.get("timestamp"))
+        if kind == "assistant":
+            usage = message.get("usage") or {}
+            message_id = str(message.get("id") or item.get("uuid") or "")
+            if usage and message_id not in counted:
+                counted.add(message_id)
+                transcript.tokens_read += sum(
+                    int(usage.get(k) or 0)
+                    for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+                )
+            for block in content if isinstance(content, list) else []:
+                if isinstance(block, dict) and block.get("type") == "tool_use":
+                    tool_calls[str(block.get("id"))] = (str(block.get("name") or "tool"), block.get("input"))
+            text = _texts(content)
+            if text and turn is not None and not item.get("isApiErrorMessage"):
+                turn.answer, turn.answer_time = text, when  # the last text of the turn is its answer
+            continue
+        blocks = content if isinstance(content, list) else []
+        results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
+        if results:
+            for block in results:
+                if turn is None:
+                    continue
+                key = str(block.get("tool_use_id") or "")
+                name, tool_input = tool_calls.get(key, ("tool", None))
+                turn.tools.append(ToolResult(key, name, tool_input, _tool_output(block.get("content")), when))
+            continue
+        if item.get("isMeta") or item.get("isCompactSummary"):
+            continue
+        prompt = _texts(content)
+        if not prompt.strip() or prompt.lstrip().startswith(TASK_NOTIFICATION):
+            continue
+        turn = Turn(len(transcript.turns) + 1, prompt, when)
+        transcript.turns.append(turn)
+    return transcript
+
+
+def read_codex(path: Path) -> Transcript:
+    transcript = Transcript("codex", path.stem, "", path)
+    turn: Turn | None = None
+    calls: dict[str, tuple[str, Any]] = {}
+    for item in _lines(path):
+        kind, payload = item.get("type"), item.get("payload") or {}
+        when = _time(item.get("timestamp"))
+        if not isinstance(payload, dict):
+            continue
+        if kind == "session_meta":
+            transcript.session = str(payload.get("id") or transcript.session)
+            transcript.cwd = str(payload.get("cwd") or "")
+        elif kind == "event_msg":
+            event = payload.get("type")
+            if event == "user_message":
+                prompt = str(payload.get("message") or "")
+                if prompt.strip() and not prompt.lstrip().startswith(TASK_NOTIFICATION):
+                    turn = Turn(len(transcript.turns) + 1, prompt, when)
+                    transcript.turns.append(turn)
+            elif event == "token_count":
+                total = (payload.get("info") or {}).get("total_token_usage") or {}
+                if total.get("input_tokens") is not None:
+                    transcript.tokens_read = int(total["input_tokens"])
+        elif kind == "response_item" and turn is not None:
+            item_type = payload.get("type")
+            if item_type == "message" and payload.get("role") == "assistant":
+                text = _texts(payload.get("content"), ("output_text", "text"))
+                if text:
+                    turn.answer, turn.answer_time = text, when
+            elif item_type in ("function_call", "custom_tool_call", "local_shell_call"):
+                arguments = payload.get("arguments", payload.get("input", payload.get("action")))
+                calls[str(payload.get("call_id") or "")] = (str(payload.get("name") or item_type), arguments)
+            elif item_type in ("function_call_output", "custom_tool_call_output"):
+                key = str(payload.get("call_id") or "")
+                name, arguments = calls.get(key, ("tool", None))
+                output = payload.get("output")
+                if isinstance(output, dict):
+                    output = output.get("content", output)
+                turn.tools.append(ToolResult(key, name, arguments, _tool_output(output), when))
+    return transcript
