@@ -131,7 +131,7 @@ def test_the_hook_process_finds_the_same_directories_as_platformdirs(tmp_path: P
             for key, value in env.items():
                 patch.setenv(key, value)
             where = layout(full)
-            assert where.run_dir == Path(platformdirs.user_state_dir("mnemo")) / "run"
-            assert where.config_file == Path(platformdirs.user_config_dir("mnemo")) / "config.toml"
-            assert where.data_dir == Path(platformdirs.user_data_dir("mnemo")) / "store"
-            assert load_settings(full).socket_path == where.socket_path
+            assert Path(where.run_dir) == Path(platformdirs.user_state_dir("mnemo")) / "run"
+            assert Path(where.config_file) == Path(platformdirs.user_config_dir("mnemo")) / "config.toml"
+            assert Path(where.data_dir) == Path(platformdirs.user_data_dir("mnemo")) / "store"
+            assert load_settings(full).socket_path == Path(where.socket_path)

@@ -8,6 +8,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +16,15 @@ import anyio
 import pytest
 
 from mnemo.daemon.client import DaemonClient
+from mnemo.daemon.journal import EpisodeJournal
 from mnemo.daemon.launcher import ping
+from mnemo.daemon.rundir import ensure_private_dir
+from mnemo.episodes import Episode, EpisodeKind, Role
 from mnemo.memories import MemoryType, RememberRequest
 from mnemo.recall import RecallEpisodeRequest, RecallRequest
 from mnemo.usage.budget import BLOCK_TOKENS, SESSION_TOKENS, estimate_tokens
 from tests.conftest import BIN, Home
+from tests.helpers import wait_until
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "PreCompact", "SessionEnd", "PreToolUse")
 CWD = "/srv/checkout"  # not a repository: its workspace is the directory itself
@@ -319,3 +324,31 @@ def test_recall_still_works_for_what_hooks_would_not_inject(home: Home) -> None:
             return [hit.memory.id for hit in found.memories]
 
     assert memory in anyio.run(recall)
+
+
+def test_episodes_a_stopped_daemon_left_in_its_journal_are_stored_at_the_next_start(home: Home) -> None:
+    settings = home.settings
+    ensure_private_dir(settings.run_dir)
+    journal = EpisodeJournal(settings.run_dir / "episodes.journal")
+    when = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+    parts = [
+        ("prompt", EpisodeKind.PROMPT, Role.USER, "which day do we deploy?"),
+        ("answer", EpisodeKind.RESPONSE, Role.ASSISTANT, "Thursdays."),
+    ]
+    left = [
+        Episode(
+            id=f"claude-code:s-j:1:{part}", kind=kind, text=text, who="t", role=role, namespace=WORKSPACE,
+            session="s-j", turn=1, time=when + timedelta(seconds=n), received_at=when, client="claude-code",
+            workspace="", cwd="", branch="", host="",
+        )
+        for n, (part, kind, role, text) in enumerate(parts)
+    ]  # fmt: skip
+    journal.write(left)
+    journal.close()
+    with (settings.run_dir / "episodes.journal").open("ab") as f:
+        f.write(b'{"id": "cut-off')  # a crash in the middle of a line that was never acknowledged
+    episodes = anyio.run(_session_episodes, home, "s-j")
+    assert [(e.id, e.text) for e in episodes] == [(e.id, e.text) for e in left]
+    wait_until(
+        lambda: (settings.run_dir / "episodes.journal").stat().st_size == 0, what="the journal emptied"
+    )

@@ -41,8 +41,9 @@ async def hook_service(home: Home, llm_url: str | None, clock: Clock) -> AsyncIt
         hooks = HookService(service, clock=clock)
         async with anyio.create_task_group() as tg:
             tg.start_soon(service.writer.run)
+            tg.start_soon(service.run_journal)
             await service.build_index()
-            tg.start_soon(hooks.run_audits)
+            tg.start_soon(hooks.run)
             yield hooks
             tg.cancel_scope.cancel()
     finally:

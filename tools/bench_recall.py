@@ -40,10 +40,10 @@ import anyio
 import numpy as np
 import numpy.typing as npt
 
-from mnemo.config import load_settings
+from mnemo.config import Settings, load_settings
 from mnemo.daemon.client import DaemonClient
 from mnemo.daemon.launcher import stop_daemon
-from mnemo.embed import load_embedder
+from mnemo.embed import Embedder, load_embedder
 from mnemo.index.entities import entity_key
 from mnemo.index.live import RecallEngine
 from mnemo.memories import EntityRef, Memory, MemoryStatus, MemoryType, Origin
@@ -181,6 +181,29 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def load_store(
+    settings: Settings,
+    memories: list[Memory],
+    vectors: npt.NDArray[np.float32] | None,
+    embedder: Embedder | None,
+) -> None:
+    """Write ``memories`` (and their vectors) straight into the store the daemon will open."""
+    store = open_store(settings.store)
+    store.migrate()
+    started = time.perf_counter()
+    for i in range(0, len(memories), 20_000):
+        store.put_memories(memories[i : i + 20_000])
+    store.upsert_entities(
+        [(entity_key(n), n, []) for n in {e.name for m in memories[:5_000] for e in m.entities}]
+    )
+    if vectors is not None and embedder is not None:
+        for i in range(0, len(memories), 20_000):
+            keys = [(m.id, 0) for m in memories[i : i + 20_000]]
+            store.put_embeddings(embedder.model_id, keys, vectors[i : i + 20_000])
+    store.close()
+    print(f"store loaded in {time.perf_counter() - started:.1f} s")
+
+
 def bench(size: int, embedder_id: str, runs: int, rounds: int, ranking_only: bool) -> None:
     print(f"\n== {size:,} memories, embedder {embedder_id}", flush=True)
     settings_env = {**os.environ, "MNEMO_EMBEDDER": embedder_id}
@@ -230,20 +253,7 @@ def bench(size: int, embedder_id: str, runs: int, rounds: int, ranking_only: boo
     with tempfile.TemporaryDirectory(prefix="mnemo-bench-", dir="/tmp") as home:
         env = {**settings_env, "MNEMO_HOME": home, "MNEMO_DAEMON_IDLE_S": "3600"}
         settings = load_settings(env)
-        store = open_store(settings.store)
-        store.migrate()
-        started = time.perf_counter()
-        for i in range(0, size, 20_000):
-            store.put_memories(memories[i : i + 20_000])
-        store.upsert_entities(
-            [(entity_key(n), n, []) for n in {e.name for m in memories[:5_000] for e in m.entities}]
-        )
-        if vectors is not None and embedder is not None:
-            for i in range(0, size, 20_000):
-                keys = [(m.id, 0) for m in memories[i : i + 20_000]]
-                store.put_embeddings(embedder.model_id, keys, vectors[i : i + 20_000])
-        store.close()
-        print(f"store loaded in {time.perf_counter() - started:.1f} s")
+        load_store(settings, memories, vectors, embedder)
 
         async def through_daemon() -> None:
             async with DaemonClient(settings) as client:

@@ -229,8 +229,9 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Read the config file and the environment once; raise ConfigError naming what is wrong."""
     env = os.environ if environ is None else environ
     where = layout(env)
-    home, config_file, data_dir = where.home, where.config_file, where.data_dir
-    run_dir, log_dir = where.run_dir, where.log_dir
+    home = Path(where.home) if where.home else None
+    config_file, data_dir = Path(where.config_file), Path(where.data_dir)
+    run_dir, log_dir = Path(where.run_dir), Path(where.log_dir)
 
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}

@@ -2,8 +2,8 @@
 
 Claude Code and Codex start one process per hook event and wait for it, so this module imports
 nothing but the standard library and :mod:`mnemo.paths` (a Python start plus a few milliseconds):
-it reads the host's hook JSON on stdin, posts it to the daemon's ``/v1/hooks/<Event>`` over the
-unix socket, and prints exactly what the daemon says the host expects (often nothing). The
+it reads the host's hook JSON on stdin, posts it unparsed to the daemon's ``/v1/hooks/<Event>``
+over the unix socket, and prints the answer's body: exactly what the host expects (often nothing). The
 daemon owns every decision (what to record, what to inject, budgets); this process only carries.
 
 It never blocks the agent: whatever goes wrong (daemon down, slow, an error, bad input) it exits
@@ -15,9 +15,8 @@ PreToolUse is answered here without the daemon: in plan mode mnemo's write tools
 
 from __future__ import annotations
 
-import json
+import _socket  # socket.py's imports cost the hook 9 ms; the C module is enough
 import os
-import socket
 import sys
 import time
 
@@ -50,6 +49,8 @@ def main(argv: list[str]) -> int:
         if len(data) > MAX_INPUT_BYTES:
             raise ValueError(f"hook input over {MAX_INPUT_BYTES:,} bytes")
         if event == "PreToolUse":
+            import json  # noqa: PLC0415 - 6 ms; the other events pass the input through unparsed
+
             out = plan_mode_denial(json.loads(data or b"{}"), client)
         else:
             deadline = started + _deadline_s(event)
@@ -87,23 +88,22 @@ def plan_mode_denial(payload: dict[str, object], client: str) -> str:
     if "mnemo" not in server or name not in WRITE_TOOLS:
         return ""
     reason = f"mnemo: `{name}` writes memory, and writes are not allowed in plan mode"
-    return json.dumps(
-        {
-            "hookSpecificOutput": {
-                "hookEventName": "PreToolUse",
-                "permissionDecision": "deny",
-                "permissionDecisionReason": reason,
-            }
-        }
-    )
+    import json  # noqa: PLC0415
+
+    decision = {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "deny",
+        "permissionDecisionReason": reason,
+    }
+    return json.dumps({"hookSpecificOutput": decision})
 
 
 def _ask_daemon(where: Layout, event: str, client: str, body: bytes, deadline: float) -> str:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.settimeout(max(0.05, deadline - time.monotonic()))
         try:
-            sock.connect(str(where.socket_path))
+            sock.connect(where.socket_path)
         except (FileNotFoundError, ConnectionRefusedError):
             _start_daemon(where)
             raise
@@ -125,7 +125,7 @@ def _ask_daemon(where: Layout, event: str, client: str, body: bytes, deadline: f
     status, payload = _parse_response(b"".join(chunks))
     if status != 200:
         raise RuntimeError(f"daemon answered {status}: {payload[:300]!r}")
-    return str(json.loads(payload).get("stdout") or "")
+    return payload.decode("utf-8")  # exactly what to print
 
 
 def _parse_response(raw: bytes) -> tuple[int, bytes]:
@@ -158,8 +158,8 @@ def _start_daemon(where: Layout) -> None:
     if is_locked(where.daemon_lock_path):  # one is starting (it locks before it listens)
         return
 
-    where.log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    with open(where.log_dir / "daemon.stderr.log", "ab") as log:
+    os.makedirs(where.log_dir, mode=0o700, exist_ok=True)
+    with open(os.path.join(where.log_dir, "daemon.stderr.log"), "ab") as log:
         subprocess.Popen(
             [sys.executable, "-m", "mnemo.daemon"],
             stdin=subprocess.DEVNULL,
@@ -173,8 +173,8 @@ def _start_daemon(where: Layout) -> None:
 
 def _note(where: Layout, line: str) -> None:
     try:
-        where.log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        with open(where.log_dir / "hooks.log", "a", encoding="utf-8") as log:
+        os.makedirs(where.log_dir, mode=0o700, exist_ok=True)
+        with open(os.path.join(where.log_dir, "hooks.log"), "a", encoding="utf-8") as log:
             log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {os.getpid()} {line}\n")
     except OSError:
         pass

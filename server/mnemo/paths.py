@@ -13,8 +13,6 @@ import fcntl
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
 
 HOME_ENV = "MNEMO_HOME"
 HOOK_TIMEOUT_ENV = "MNEMO_HOOK_TIMEOUT_S"
@@ -23,43 +21,50 @@ SOCKET_NAME = "daemon.sock"
 DAEMON_LOCK_NAME = "daemon.lock"
 
 
-@dataclass(frozen=True, slots=True)
 class Layout:
-    home: Path | None
-    config_file: Path
-    data_dir: Path
-    run_dir: Path
-    log_dir: Path
+    """The directories, as strings (the hook process avoids ``pathlib``, ``dataclasses`` and
+    ``socket``: 25 ms of imports together)."""
+
+    __slots__ = ("config_file", "data_dir", "home", "log_dir", "run_dir")
+
+    def __init__(self, home: str | None, config_file: str, data_dir: str, run_dir: str, log_dir: str) -> None:
+        self.home, self.config_file, self.data_dir = home, config_file, data_dir
+        self.run_dir, self.log_dir = run_dir, log_dir
 
     @property
-    def socket_path(self) -> Path:
-        return self.run_dir / SOCKET_NAME
+    def socket_path(self) -> str:
+        return os.path.join(self.run_dir, SOCKET_NAME)
 
     @property
-    def daemon_lock_path(self) -> Path:
+    def daemon_lock_path(self) -> str:
         """Held by the running daemon for its whole life (from before its socket exists)."""
-        return self.run_dir / DAEMON_LOCK_NAME
+        return os.path.join(self.run_dir, DAEMON_LOCK_NAME)
 
 
 def layout(env: Mapping[str, str] | None = None) -> Layout:
     """The directories for this environment: everything under ``MNEMO_HOME`` when it is set."""
     env = os.environ if env is None else env
     home_text = env.get(HOME_ENV, "").strip()
+    join = os.path.join
     if home_text:
-        home = Path(home_text).expanduser().resolve()
-        return Layout(home, home / "config.toml", home / "store", home / "run", home / "logs")
+        home = os.path.realpath(os.path.expanduser(home_text))
+        return Layout(
+            home, join(home, "config.toml"), join(home, "store"), join(home, "run"), join(home, "logs")
+        )
     config, data, state = _user_dirs(env)
-    return Layout(None, config / "config.toml", data / "store", state / "run", state / "logs")
+    return Layout(
+        None, join(config, "config.toml"), join(data, "store"), join(state, "run"), join(state, "logs")
+    )
 
 
-def _user_dirs(env: Mapping[str, str]) -> tuple[Path, Path, Path]:
+def _user_dirs(env: Mapping[str, str]) -> tuple[str, str, str]:
     """(config, data, state) directories of the app, as platformdirs gives them."""
     if sys.platform.startswith("linux"):
-        home = Path(env["HOME"]) if env.get("HOME") else Path.home()
+        home = env.get("HOME") or os.path.expanduser("~")
 
-        def xdg(name: str, default: str) -> Path:
+        def xdg(name: str, default: str) -> str:
             value = env.get(name, "").strip()
-            return Path(value if value else home / default) / APP
+            return os.path.join(value if value else os.path.join(home, default), APP)
 
         return (
             xdg("XDG_CONFIG_HOME", ".config"),
@@ -69,9 +74,9 @@ def _user_dirs(env: Mapping[str, str]) -> tuple[Path, Path, Path]:
     import platformdirs  # noqa: PLC0415 - 18 ms, only off Linux
 
     return (
-        Path(platformdirs.user_config_dir(APP)),
-        Path(platformdirs.user_data_dir(APP)),
-        Path(platformdirs.user_state_dir(APP)),
+        platformdirs.user_config_dir(APP),
+        platformdirs.user_data_dir(APP),
+        platformdirs.user_state_dir(APP),
     )
 
 
@@ -87,7 +92,7 @@ def host_client(env: Mapping[str, str] | None = None) -> str:
     return "claude-code" if env.get("CLAUDECODE") == "1" else ""
 
 
-def try_lock(path: Path) -> int | None:
+def try_lock(path: str | os.PathLike[str]) -> int | None:
     """Take an exclusive lock on ``path`` without waiting; return the fd to keep it, or None if held."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
@@ -98,9 +103,9 @@ def try_lock(path: Path) -> int | None:
     return fd
 
 
-def is_locked(path: Path) -> bool:
+def is_locked(path: str | os.PathLike[str]) -> bool:
     """Whether some process holds the lock on ``path`` right now."""
-    if not path.exists():
+    if not os.path.exists(path):
         return False
     fd = try_lock(path)
     if fd is None:

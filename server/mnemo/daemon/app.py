@@ -10,7 +10,7 @@ Routes (all JSON, all under ``/v1``)::
     POST /v1/memories/forget           {"id": …, "reason": …} → Memory
     POST /v1/recall                    RecallRequest → RecallResult
     POST /v1/distill                   {"session": …} → {"queued": …, "reason": …}
-    POST /v1/hooks/<Event>?client=     the host's hook JSON → {"stdout": what the hook prints}
+    POST /v1/hooks/<Event>?client=     the host's hook JSON → text/plain: what the hook prints
     GET  /v1/judge-log?limit=&session= the judge's decisions, newest first
     POST /v1/shutdown                  asks the daemon to exit
 
@@ -151,9 +151,8 @@ def build_app(
         if not isinstance(payload, dict):
             raise InputError("the hook input must be a JSON object")
         event = request.path_params["event"]
-        return JSONResponse(
-            {"stdout": await hooks.handle(event, payload, request.query_params.get("client", ""))}
-        )
+        out = await hooks.handle(event, payload, request.query_params.get("client", ""))
+        return Response(out, media_type="text/plain; charset=utf-8")
 
     async def distil(request: Request) -> Response:
         body = await _parse(request, DistillRequest)
@@ -189,8 +188,9 @@ def build_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with anyio.create_task_group() as tg:
             tg.start_soon(service.writer.run)
+            tg.start_soon(service.run_journal)
             tg.start_soon(service.run_distillation)
-            tg.start_soon(hooks.run_audits)
+            tg.start_soon(hooks.run)
             tg.start_soon(watch_idle)
             tg.start_soon(build_then_embed)
             yield

@@ -1,7 +1,7 @@
 """The hooks' side of the daemon: each host event → what to record, what to inject, what to print.
 
 ``POST /v1/hooks/<Event>`` carries the host's hook JSON unchanged (see :mod:`mnemo.hook`); the
-answer is ``{"stdout": …}``, exactly what the hook process prints (often nothing).
+answer (text/plain) is exactly what the hook process prints (often nothing).
 
 - SessionStart: register the session; inject the workspace's and the person's most useful
   memories (most used first, then decisions, preferences, procedures…, newest first).
@@ -86,6 +86,9 @@ class HookService:
         self._auditor = Auditor(service.distilling.decisions)
         self._suppressed: dict[str, tuple[float, set[str]]] = {}
         self._audit_send, self._audit_receive = anyio.create_memory_object_stream[AuditJob](1_000)
+        self._ledger_send, self._ledger_receive = anyio.create_memory_object_stream[
+            list[InjectionRow | SessionRow]
+        ](10_000)
         self._host = socket.gethostname()
         self.audits_done = 0
 
@@ -116,7 +119,41 @@ class HookService:
                 self.service.distil(state.id)
         return ""
 
-    async def run_audits(self) -> None:
+    async def run(self) -> None:
+        """The background work: usage audits, and writing down what was injected."""
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._write_ledger)
+            tg.start_soon(self._run_audits)
+
+    async def _write_ledger(self) -> None:
+        """Session and injection rows are written after the hook has its answer (the sessions'
+        state in memory already counts them); a daemon killed in between forgets those rows only."""
+        async with self._ledger_send, self._ledger_receive:
+            async for rows in self._ledger_receive:
+                batch = list(rows)
+                while True:
+                    try:
+                        batch += self._ledger_receive.receive_nowait()
+                    except (anyio.WouldBlock, anyio.EndOfStream):
+                        break
+                injections = [r for r in batch if isinstance(r, InjectionRow)]
+                sessions = [r for r in batch if isinstance(r, SessionRow)]
+                try:
+                    for row in sessions:
+                        await self.service.call_store(self.store.put_session, row)
+                    await self.service.call_store(self.store.put_injections, injections)
+                except Exception:
+                    logger.exception(
+                        "recording %d sessions and %d injections failed", len(sessions), len(injections)
+                    )
+
+    def _later(self, rows: list[InjectionRow | SessionRow]) -> None:
+        try:
+            self._ledger_send.send_nowait(rows)
+        except anyio.WouldBlock:
+            logger.warning("the hooks' ledger is full; %d rows not recorded", len(rows))
+
+    async def _run_audits(self) -> None:
         """Audit finished turns, one at a time, on a worker thread (the model may be slow)."""
         async with self._audit_send, self._audit_receive:
             async for job in self._audit_receive:
@@ -131,30 +168,39 @@ class HookService:
         state = self._book.get(session_id)
         if state is not None:
             return state
-        row = await self.service.call_store(self.store.get_session, session_id)
+        row, history = await self.service.call_store(self.store.session_state, session_id)
         person = self._settings.namespace_of_person
         cwd = str(payload.get("cwd") or "")
-        workspace = row.workspace if row is not None else workspace_namespace(cwd or "/")
-        history = await self.service.call_store(self.store.session_history, session_id)
-        state = SessionState.resumed(session_id, client, person, workspace, history)
         if row is None:
-            now = self._clock()
             transcript = str(payload.get("transcript_path") or "")
-            new = SessionRow(session_id, client, person, workspace, cwd, transcript, now)
-            await self.service.call_store(self.store.put_session, new)
+            row = SessionRow(
+                session_id, client, person, workspace_namespace(cwd or "/"), cwd, transcript, self._clock()
+            )
+            self._later([row])
+        state = SessionState.resumed(session_id, client, person, row.workspace, history)
+        state.row = row
         return self._book.put(state)
 
     async def _end(self, session_id: str, client: str, payload: Mapping[str, Any]) -> None:
         state = self._book.get(session_id)
-        row = await self.service.call_store(self.store.get_session, session_id)
+        row = state.row if state is not None else None
+        if row is None:
+            row, _ = await self.service.call_store(self.store.session_state, session_id)
         now = self._clock()
         if row is None:
             cwd = str(payload.get("cwd") or "")
-            workspace = state.workspace if state else workspace_namespace(cwd or "/")
-            person = self._settings.namespace_of_person
-            row = SessionRow(session_id, client, person, workspace, cwd, "", now)
-        ended = dataclasses.replace(row, ended_at=now, end_reason=str(payload.get("reason") or "")[:200])
-        await self.service.call_store(self.store.put_session, ended)
+            row = SessionRow(
+                session_id,
+                client,
+                self._settings.namespace_of_person,
+                workspace_namespace(cwd or "/"),
+                cwd,
+                "",
+                now,
+            )
+        self._later(
+            [dataclasses.replace(row, ended_at=now, end_reason=str(payload.get("reason") or "")[:200])]
+        )
         self._book.drop(session_id)
 
     # -- events --------------------------------------------------------------------------------
@@ -176,12 +222,21 @@ class HookService:
         if state.prompts.get(state.turn) != prompt or state.turn in state.answered:
             state.turn += 1  # a retried hook re-sends the same prompt before any answer
         state.prompts[state.turn] = prompt
-        await self._record(state, "prompt", prompt, Role.USER, self._settings.person, payload)
         question = strip_injected(prompt).strip()[:MAX_QUERY_CHARS]
-        if not question:
-            return ""
-        namespaces = [state.workspace, state.person]
-        found = await self.service.related_current(question, namespaces, CANDIDATES)
+        found: list[Memory] = []
+
+        async def recall() -> None:
+            nonlocal found
+            if question:
+                found = await self.service.related_current(
+                    question, [state.workspace, state.person], CANDIDATES
+                )
+
+        # The prompt's episode is stored while the question is embedded and ranked: the host waits
+        # for the longer of the two, not their sum.
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(recall)
+            await self._record(state, "prompt", prompt, Role.USER, self._settings.person, payload)
         return await self._inject(state, "UserPromptSubmit", found)
 
     async def _tool_result(self, state: SessionState, payload: Mapping[str, Any]) -> None:
@@ -237,7 +292,7 @@ class HookService:
             cwd=str(payload.get("cwd") or "")[:4096],
             host=self._host[:500],
         )
-        await self.service.append([episode])
+        await self.service.record([episode])
         state.episodes.add(episode_id)
 
     async def _inject(self, state: SessionState, event: str, ranked: list[Memory]) -> str:
@@ -259,12 +314,12 @@ class HookService:
         if block is None:
             return ""
         now = self._clock()
-        rows = [
+        rows: list[InjectionRow | SessionRow] = [
             InjectionRow(state.id, state.turn, m.id, event, state.person, tokens, now)
             for m, tokens in zip(block.memories, block.line_tokens, strict=True)
         ]
         rows.append(InjectionRow(state.id, state.turn, "", event, state.person, block.frame_tokens, now))
-        await self.service.call_store(self.store.put_injections, rows)
+        self._later(rows)
         state.tokens += block.tokens
         for memory in block.memories:
             state.injected.add(memory.id)

@@ -38,6 +38,8 @@ from mnemo.daemon.api import (
     Status,
 )
 from mnemo.daemon.distilling import DistillLoop
+from mnemo.daemon.journal import EpisodeJournal
+from mnemo.daemon.rundir import ensure_private_dir
 from mnemo.distill.meter import TokenMeter
 from mnemo.embed import Embedder
 from mnemo.episodes import (
@@ -169,6 +171,11 @@ class MemoryService:
             redactor=redactor,
         )
         self.writer = EpisodeWriter(store, self._limiter, self._index_episodes)
+        ensure_private_dir(settings.run_dir)
+        self.journal = EpisodeJournal(settings.run_dir / "episodes.journal")
+        self._journaled_send, self._journaled_receive = anyio.create_memory_object_stream[list[Episode]](
+            10_000
+        )
         self.started_at = utc_now()
         self._started_monotonic = time.monotonic()
 
@@ -327,6 +334,53 @@ class MemoryService:
 
     def _wake_embedder(self) -> None:
         self._backlog_added.set()
+
+    async def record(self, incoming: Sequence[EpisodeIn]) -> None:
+        """Store episodes for a hook: durable in the journal on return, in the store shortly after
+        (:mod:`mnemo.daemon.journal`). Raises on an episode the intake refuses."""
+        accepted = [self._intake.accept(item) for item in incoming]
+        await anyio.to_thread.run_sync(self.journal.write, accepted)
+        self._journaled_send.send_nowait(accepted)
+
+    async def run_journal(self) -> None:
+        """Commit journaled episodes to the store (first those a stopped daemon left), forever."""
+        left = await anyio.to_thread.run_sync(self.journal.replay)
+        if left:
+            logger.info("replaying %d journaled episodes a stopped daemon had not stored", len(left))
+            await self._commit_journaled(left)
+        try:
+            async with self._journaled_send, self._journaled_receive:
+                async for first in self._journaled_receive:
+                    batch = list(first)
+                    while len(batch) < MAX_BATCH_EPISODES:
+                        try:
+                            batch += self._journaled_receive.receive_nowait()
+                        except (anyio.WouldBlock, anyio.EndOfStream):
+                            break
+                    await self._commit_journaled(batch)
+        finally:
+            self.journal.close()
+
+    async def journal_flushed(self, timeout_s: float = 5.0) -> None:
+        """Wait (bounded) until every journaled episode is in the store: reads see what was recorded."""
+        with anyio.move_on_after(timeout_s):
+            while self.journal.pending:
+                await anyio.sleep(0.005)
+
+    async def _commit_journaled(self, episodes: list[Episode]) -> None:
+        delay = 1.0
+        while True:
+            try:
+                await self.writer.submit(episodes)
+            except Exception as exc:  # kept in the journal: retried now, replayed at the next start
+                logger.warning(
+                    "storing %d journaled episodes failed, retrying in %.0f s: %s", len(episodes), delay, exc
+                )
+                await anyio.sleep(delay)
+                delay = min(60.0, delay * 2)
+                continue
+            self.journal.committed(len(episodes))
+            return
 
     async def run_distillation(self) -> None:
         """The writer's loop (a no-op without a model); runs for the daemon's whole life."""
@@ -491,6 +545,7 @@ class MemoryService:
         return None if embedder is None or embedder.is_thread_safe else self._embedder_limiter
 
     async def recall_episodes(self, request: RecallEpisodeRequest) -> EpisodesResult:
+        await self.journal_flushed()
         if request.id is not None:
             found = await self.call_store(self._store.get_episodes, [request.id])
             if not found:

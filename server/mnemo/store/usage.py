@@ -98,6 +98,10 @@ class UsageTables:
             values["ended_at"] = as_stored(values["ended_at"])
         return SessionRow(**values)
 
+    def session_state(self, session: str) -> tuple[SessionRow | None, SessionHistory]:
+        """The session's row and history: what a daemon needs to pick a session up."""
+        return self.get_session(session), self.session_history(session)
+
     def session_history(self, session: str) -> SessionHistory:
         with self._translated("reading a session's history"):
             turn, ids = self._client.query(

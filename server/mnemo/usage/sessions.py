@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mnemo.store.usage import SessionHistory
+from mnemo.store.usage import SessionHistory, SessionRow
 
 
 @dataclass
@@ -25,6 +25,7 @@ class SessionState:
     elsewhere: set[str] = field(default_factory=set)  # episode ids known to be of other sessions
     prompts: dict[int, str] = field(default_factory=dict)  # the person's prompt, per turn (audit)
     answered: set[int] = field(default_factory=set)  # turns whose final answer is recorded
+    row: SessionRow | None = None  # as recorded in the store's sessions table
 
     @classmethod
     def resumed(
