@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from mnemo.cli import COMMANDS
@@ -37,3 +38,16 @@ def test_tool_descriptions_are_dedented_for_the_model(tmp_path: Path) -> None:
     server = build_server(load_settings({"MNEMO_HOME": str(tmp_path)}))
     for tool in server._tool_manager.list_tools():
         assert tool.description and "\n    " not in tool.description, tool.name
+
+
+def test_the_hook_configs_for_users_without_the_plugin_match_the_plugins() -> None:
+    root = Path(__file__).parents[1]
+    plugin = json.loads((root / "hooks" / "hooks.json").read_text())["hooks"]
+    for name, client in (("claude-code.settings.json", "claude-code"), ("codex.hooks.json", "codex")):
+        config = json.loads((root / "configs" / name).read_text())["hooks"]
+        assert config.keys() == plugin.keys(), name
+        for event, groups in plugin.items():
+            for ours, theirs in zip(groups, config[event], strict=True):
+                assert ours.get("matcher") == theirs.get("matcher"), (name, event)
+                [hook], [other] = ours["hooks"], theirs["hooks"]
+                assert other == {**hook, "command": f"{hook['command']} --client {client}"}, (name, event)

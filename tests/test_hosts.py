@@ -92,11 +92,26 @@ def _run(command: list[str], env: dict[str, str], cwd: Path, timeout: float = 18
     return done.stdout
 
 
+NOT_OFFERED = "mnemo's tools were not offered"
+
+
+def _offered(body: dict[str, Any], tool: str) -> bool:
+    namespace, _, name = tool.rpartition("/")
+    for offered in body.get("tools", []):
+        if offered.get("name") == (namespace or tool) and (
+            not namespace or any(t.get("name") == name for t in offered.get("tools", []))
+        ):
+            return True
+    return False
+
+
 def _script(recall_tool: str, shell: ToolCall, memory_id: str) -> Any:
     def reply(body: dict[str, Any]) -> Block:
         if not body.get("tools"):
             return Text("ok")  # a side request (titles and the like)
         done = len(tool_results(body))
+        if done == 0 and not _offered(body, recall_tool):
+            return Text(NOT_OFFERED)
         if done == 0:
             return ToolCall(recall_tool, {"query": "which day do we deploy"}, id="call_recall")
         if done == 1:
@@ -104,6 +119,24 @@ def _script(recall_tool: str, shell: ToolCall, memory_id: str) -> Any:
         return Text(f"We deploy on Thursdays, as decided [{memory_id}].")
 
     return reply
+
+
+def _check_backfill(home: Home, source: str, transcripts_dir: Path, session: str) -> None:
+    """Importing the host's own transcript of the session the hooks recorded adds nothing; into an
+    empty store it gives the same episodes (ids, turns, texts) the hooks recorded."""
+    out = home.mnemo("import", "--from", source, str(transcripts_dir), "--quiet").stdout
+    assert "0 new episodes, 3 already present, 0 errors" in out, out
+    live = [(e.id, e.turn, e.kind, e.text) for e in _episodes(home, session)]
+    fresh = Home(home.path, {**home.env, "MNEMO_HOME": str(home.path / "fresh")})
+    try:
+        out = fresh.mnemo("import", "--from", source, str(transcripts_dir), "--quiet").stdout
+        assert "3 new episodes" in out, out
+        imported = [(e.id, e.turn, e.kind, e.text) for e in _episodes(fresh, session)]
+    finally:
+        stop_daemon(fresh.settings)
+    assert [i[:3] for i in imported] == [i[:3] for i in live]
+    assert imported[0][3] == live[0][3] and imported[2][3] == live[2][3]  # the prompt, the answer
+    assert MARKER in imported[1][3]
 
 
 def _check_turn(home: Home, server: ScriptedServer, session: str, memory_id: str, client: str) -> None:
@@ -158,6 +191,7 @@ def test_claude_code_loads_the_plugin_and_its_hooks_record_inject_and_answer(
     result = json.loads(out)
     assert result["result"] == f"We deploy on Thursdays, as decided [{memory_id}]."
     _check_turn(home, server, result["session_id"], memory_id, "claude-code")
+    _check_backfill(home, "claude-code", Path(env["HOME"]) / ".claude" / "projects", result["session_id"])
 
 
 CODEX_CONFIG = """\
@@ -207,14 +241,18 @@ def test_codex_loads_the_same_plugin_and_its_hooks_record_inject_and_answer(
         (codex_home / "config.toml").write_text(CODEX_CONFIG.format(url=server.url))
         _run([str(codex), "plugin", "marketplace", "add", str(plugin_dir)], env, project)
         _run([str(codex), "plugin", "add", "mnemo@mnemo"], env, project)
-        out = _run(
-            [str(codex), "exec", "--skip-git-repo-check", "--json", "--dangerously-bypass-hook-trust",
-             "--dangerously-bypass-approvals-and-sandbox", "which day do we deploy?"],
-            env, project,
-        )  # fmt: skip
+        command = [str(codex), "exec", "--skip-git-repo-check", "--json", "--dangerously-bypass-hook-trust",
+                   "--dangerously-bypass-approvals-and-sandbox", "which day do we deploy?"]  # fmt: skip
+        out = _run(command, env, project)
+        if NOT_OFFERED in out:
+            # Codex may begin a turn before a slow MCP server has answered (importing the MCP SDK
+            # alone takes ~0.85 s here): that session had no mnemo tools. Once more, warm.
+            server.requests.clear()
+            out = _run(command, env, project)
     events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     [session] = [e["thread_id"] for e in events if e.get("type") == "thread.started"]
     items = [e["item"] for e in events if e.get("type") == "item.completed"]
     answers = [item["text"] for item in items if item.get("type") == "agent_message"]
     assert answers[-1] == f"We deploy on Thursdays, as decided [{memory_id}]."
     _check_turn(home, server, session, memory_id, "codex")
+    _check_backfill(home, "codex", codex_home / "sessions", session)

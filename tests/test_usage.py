@@ -8,6 +8,7 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -21,6 +22,8 @@ from mnemo.memories import MemoryType, RememberRequest
 from mnemo.recall import RecallRequest
 from mnemo.store import open_store
 from mnemo.usage.audit import UNUSED_BELOW, USED_AT, verdict_of
+from mnemo.usage.budget import estimate_tokens
+from mnemo.usage.stats import render_html
 from tests.conftest import Home
 from tests.helpers import Clock
 from tests.llm_server import LLMServer
@@ -175,3 +178,57 @@ async def test_without_a_model_verdicts_come_from_citations_alone(home: Home) ->
         verdicts = [v for n in range(7) for v in hooks.store.verdicts(f"s-{n}")]
         assert [(v.verdict, v.method) for v in hooks.store.verdicts("s-a")] == [("used", "citation")]
         assert {(v.verdict, v.method) for v in verdicts} == {("unclear", "no-model")}
+
+
+async def test_stats_count_what_was_injected_and_used_and_read_the_share_from_transcripts(
+    home: Home, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    _script(llm_server)
+    clock = Clock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
+    # A Claude Code transcript: two model calls of one session (one message's usage is repeated
+    # on each of its content blocks, and counts once).
+    transcript = tmp_path / "s-read.jsonl"
+    calls = [("msg_1", 1000, 500, 20_000), ("msg_1", 1000, 500, 20_000), ("msg_2", 200, 0, 21_300)]
+    lines = []
+    for message_id, fresh, created, cached in calls:
+        usage = {
+            "input_tokens": fresh,
+            "cache_creation_input_tokens": created,
+            "cache_read_input_tokens": cached,
+        }
+        message = {
+            "id": message_id,
+            "role": "assistant",
+            "content": [{"type": "text", "text": "x"}],
+            "usage": usage,
+        }
+        lines.append(json.dumps({"type": "assistant", "sessionId": "s-read", "message": message}))
+    transcript.write_text("\n".join(lines))
+    async with hook_service(home, llm_server.url, clock) as hooks:
+        deploy = await hooks.service.remember(
+            RememberRequest(content=DEPLOY, type=MemoryType.DECISION, namespace=WORKSPACE)
+        )
+        start = await hooks.handle(
+            "SessionStart", {**_input("s-read"), "transcript_path": str(transcript)}, ""
+        )
+        block = json.loads(start)["hookSpecificOutput"]["additionalContext"]
+        assert deploy.id in block
+        await _turn(hooks, "s-read", "which day do we deploy?", f"Thursdays [{deploy.id}]")
+        await _turn(hooks, "s-2", "which day do we deploy?", "unrelated")
+        await _audited(hooks, 2)
+        await anyio.sleep(0.2)  # the ledger writes injections after the hook answered
+        stats = await hooks.stats(7)
+    assert (stats.sessions, stats.memories_injected, stats.used, stats.unused, stats.unclear) == (
+        2,
+        2,
+        1,
+        1,
+        0,
+    )
+    assert stats.tokens_injected >= 2 * estimate_tokens(DEPLOY)
+    assert stats.sessions_read == 1
+    assert stats.tokens_read == 1000 + 500 + 20_000 + 200 + 21_300
+    assert stats.memory_share == pytest.approx(estimate_tokens(block) / stats.tokens_read)
+    assert [d.day.isoformat() for d in stats.days] == ["2026-03-02"]
+    page = render_html(stats)
+    assert "<svg" in page and "2026-03-02: 2 injected" in page and "2026-03-02: 1 used" in page

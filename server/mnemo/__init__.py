@@ -6,10 +6,14 @@ The package is split by what each module owns:
 - ``errors``       the one exception hierarchy;
 - ``episodes``     what reaches mnemo, validated before it is stored;
 - ``memories``     distilled or explicitly remembered knowledge;
-- ``recall``       the query side: simple lexical ranking (the in-RAM engine comes later);
+- ``recall``       recall's requests and results (the engine is ``index``; models: ``embed``);
 - ``store``        the only code that talks to ClickHouse (embedded chDB or a server);
 - ``daemon``       the sidecar process that owns the store, its HTTP API, client and launcher;
-- ``importer``     JSONL import of episodes;
+- ``distill``      the writer's model work: extraction, the judge, the decision model;
+- ``usage``        what hooks inject (budgets, sessions), the usage audit, stats;
+- ``transcripts``  Claude Code and Codex transcripts read into turns;
+- ``workspace``    the workspace namespace of a directory (git remote, else the repo root);
+- ``importer``     JSONL and transcript import of episodes;
 - ``paths``        where the files live (stdlib only: the hook process needs it);
 - ``hook``         the hook process (``mnemo-mcp hook <event>``), stdlib only;
 - ``entry``        ``mnemo-mcp``'s entry point: the hook or the MCP server;

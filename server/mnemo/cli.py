@@ -1,5 +1,5 @@
-"""The ``mnemo`` command: remember, recall, recall-episode, forget, import, status, distill,
-judge-log, models, daemon.
+"""The ``mnemo`` command: remember, recall, recall-episode, forget, import, status, stats,
+distill, judge-log, models, daemon.
 
 With ``--json``, recall and recall-episode print exactly the structured output of the MCP tools
 of the same name. Errors go to stderr as ``mnemo: error: …`` with exit status 1 (2 for usage).
@@ -13,21 +13,23 @@ import json
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import TextIO, TypeVar
 
 import anyio
 from pydantic import BaseModel
 
-from mnemo import __version__
+from mnemo import __version__, transcripts
 from mnemo.config import Settings, load_settings
 from mnemo.daemon.client import DaemonClient
 from mnemo.daemon.launcher import daemon_pid, ensure_daemon, ping, stop_daemon
 from mnemo.episodes import Episode
 from mnemo.errors import InputError, MnemoError, validated
-from mnemo.importer import DEFAULT_BATCH_LINES, import_jsonl
+from mnemo.importer import DEFAULT_BATCH_LINES, TranscriptReport, import_jsonl, import_transcripts
 from mnemo.memories import EntityIn, Memory, MemoryType, RememberRequest
 from mnemo.recall import EpisodesResult, RecallEpisodeRequest, RecallRequest, RecallResult
+from mnemo.usage.stats import render_html
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -83,8 +85,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reason", required=True)
     p.add_argument("--json", action="store_true")
 
-    p = commands.add_parser("import", help="import episodes from a JSONL file (idempotent by id)")
-    p.add_argument("file", type=Path)
+    p = commands.add_parser(
+        "import",
+        help="import episodes from a JSONL file, or from Claude Code / Codex transcripts (idempotent)",
+    )
+    p.add_argument(
+        "file",
+        type=Path,
+        nargs="?",
+        help="the JSONL file; with --from, a transcript file or directory (default: the host's own)",
+    )
+    p.add_argument(
+        "--from",
+        dest="source",
+        choices=["jsonl", *transcripts.CLIENTS],
+        default="jsonl",
+        help="claude-code: ~/.claude/projects; codex: ~/.codex/sessions",
+    )
     p.add_argument("--batch-lines", type=int, default=DEFAULT_BATCH_LINES, help=argparse.SUPPRESS)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -98,6 +115,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("judge-log", help="the judge's decisions, newest first")
     p.add_argument("--session", default=None, help="only this session's")
     p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--json", action="store_true")
+
+    p = commands.add_parser("stats", help="memory injected into sessions and whether it was used")
+    p.add_argument("--days", type=int, default=30, help="the last DAYS UTC days, today included (default 30)")
+    p.add_argument(
+        "--chart", type=Path, metavar="FILE.html", help="also write a chart of injected vs used per day"
+    )
     p.add_argument("--json", action="store_true")
 
     p = commands.add_parser("models", help="list, verify, install or fetch embedding models")
@@ -282,6 +306,10 @@ class ProgressBar:
 
 
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
+    if args.source != "jsonl":
+        return _import_transcripts(args, settings)
+    if args.file is None:
+        raise InputError("give the JSONL file to import (or --from claude-code|codex)")
     if args.batch_lines < 1:
         raise InputError("--batch-lines must be at least 1")
     bar = None if args.quiet else ProgressBar(sys.stderr, f"importing {args.file.name}")
@@ -302,6 +330,35 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
         f"{len(report.bad):,} bad lines"
     )
     return EXIT_ERROR if report.bad else EXIT_OK
+
+
+def _import_transcripts(args: argparse.Namespace, settings: Settings) -> int:
+    path = args.file or transcripts.default_root(args.source)
+    bar = None if args.quiet else ProgressBar(sys.stderr, f"importing {args.source} transcripts")
+
+    def progress(done: int, total: int, report: TranscriptReport) -> None:
+        if bar is not None:
+            bar.show(done, total, f"{done:,}/{total:,} files  {report.new:,} new episodes")
+
+    try:
+        report = _with_client(
+            settings,
+            lambda c: import_transcripts(
+                args.source, path, c, person=settings.person, max_chars=settings.max_episode_chars,
+                on_progress=progress,
+            ),
+        )  # fmt: skip
+    finally:
+        if bar is not None:
+            bar.close()
+    for error in report.errors:
+        _write(error, sys.stderr)
+    _write(
+        f"{report.files:,} transcripts, {report.sessions:,} sessions, {report.turns:,} turns: "
+        f"{report.new:,} new episodes, {report.already_present:,} already present, "
+        f"{len(report.errors):,} errors"
+    )
+    return EXIT_ERROR if report.errors else EXIT_OK
 
 
 def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
@@ -387,6 +444,41 @@ def cmd_judge_log(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
+def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
+    if not 1 <= args.days <= 3_660:
+        raise InputError("--days: must be between 1 and 3,660")
+    stats = _with_client(settings, lambda c: c.stats(args.days))
+    if args.chart is not None:
+        try:
+            args.chart.write_text(render_html(stats), encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"cannot write {args.chart}: {exc.strerror}") from None
+    if args.json:
+        _dump(stats)
+        return EXIT_OK
+    last = stats.until.date() - timedelta(days=1)
+    _write(f"mnemo stats, {stats.since:%Y-%m-%d} to {last:%Y-%m-%d} (UTC), {stats.person}")
+    _write(f"sessions          {stats.sessions:,}")
+    tokens = f"{stats.tokens_injected:,} tokens (estimated)"
+    _write(f"injected          {stats.memories_injected:,} memories, {tokens}")
+    if stats.memory_share is None:
+        _write("share of reading  n/a: no session transcript found")
+    else:
+        _write(
+            f"share of reading  {stats.memory_share:.4%} of the {stats.tokens_read:,} input tokens of "
+            f"{stats.sessions_read:,} sessions was memory"
+        )
+    judged = stats.used + stats.unused + stats.unclear
+    counts = f"used {stats.used:,}, clearly unused {stats.unused:,}, unclear {stats.unclear:,}"
+    _write(f"verdicts          {judged:,}: {counts}")
+    _write(f"suppressed        {len(stats.suppressed):,} memories no longer injected for this person")
+    for memory in stats.suppressed[:20]:
+        _write(f"                  {memory}")
+    if args.chart is not None:
+        _write(f"chart             {args.chart}")
+    return EXIT_OK
+
+
 def cmd_models(args: argparse.Namespace, settings: Settings) -> int:
     # Imported here: loading model code pulls in ONNX Runtime, which no other command needs.
     from mnemo.embed import install_model, installed_models, verify_model  # noqa: PLC0415
@@ -468,6 +560,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "recall-episode": cmd_recall_episode,
     "forget": cmd_forget,
     "import": cmd_import,
+    "stats": cmd_stats,
     "status": cmd_status,
     "models": cmd_models,
     "daemon": cmd_daemon,

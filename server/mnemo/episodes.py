@@ -121,6 +121,15 @@ class NoRedaction:
         return text
 
 
+def clip_text(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters with a visible note (what hooks and importers record
+    of an over-long tool output, rather than lose the episode)."""
+    if len(text) <= limit:
+        return text
+    note = f"\n[… cut by mnemo at {limit:,} characters]"
+    return text[: limit - len(note)] + note
+
+
 def new_id(prefix: str) -> str:
     """A time-ordered id: milliseconds since the epoch, then 40 random bits."""
     return f"{prefix}{time.time_ns() // 1_000_000:012x}{os.urandom(5).hex()}"

@@ -14,11 +14,11 @@ per ``message.id``). Meta lines (``isMeta``), sidechains (sub-agents), compactio
 ``<task-notification>`` prompts are not the person's prompts.
 
 Codex (``~/.codex/sessions/YYYY/MM/DD/rollout-….jsonl``): ``session_meta`` (id, cwd), then
-``response_item`` lines (``message`` with role user/assistant, ``function_call``,
-``function_call_output``) and ``event_msg`` lines (``user_message``, ``agent_message``,
-``token_count``). Prompts are the ``user_message`` events (the user ``message`` items also hold
-injected context: instructions, environment); answers the assistant messages; tokens read the
-last cumulative ``token_count``.
+``response_item`` lines (``message`` with role user/assistant, ``function_call`` — MCP tools with
+their ``namespace`` — and ``function_call_output``) and ``event_msg`` lines. Prompts are the
+person's messages as events (``item_completed`` of a ``UserMessage`` in 0.171, ``user_message``
+before): the user ``message`` items also hold injected context (instructions, environment).
+Answers are the assistant messages; tokens read the last cumulative ``token_count``.
 """
 
 from __future__ import annotations
@@ -77,6 +77,40 @@ def episode_id(client: str, session: str, turn: int, part: str) -> str:
     return "h" + hashlib.sha256(text.encode()).hexdigest()
 
 
+def is_mnemo_tool(name: str) -> bool:
+    """mnemo's own MCP tools: their output is memory already, and is not recorded (it would feed
+    distillation its own output)."""
+    parts = name.split("__")
+    return len(parts) >= 3 and parts[0] == "mcp" and "mnemo" in parts[1]
+
+
+def tool_text(name: str, tool_input: object, output: object) -> str:
+    """A tool result as an episode's text: the call, then what it returned."""
+    return f"{name} {_compact(tool_input)}\n{output_text(output)}"
+
+
+def output_text(value: object) -> str:
+    """A tool's output as text, whatever shape the host gave it."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):  # Bash: {"stdout": …, "stderr": …}; MCP in Codex: {"content": [...]}
+        parts = [str(value[k]) for k in ("stdout", "stderr", "output", "result") if value.get(k)]
+        if parts:
+            return "\n".join(parts)
+        if isinstance(value.get("content"), list | str):
+            return output_text(value["content"])
+    if isinstance(value, list):  # content blocks
+        texts = [str(b.get("text")) for b in value if isinstance(b, dict) and b.get("text")]
+        if texts:
+            return "\n".join(texts)
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _compact(value: object, limit: int = 600) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def default_root(client: str) -> Path:
     return Path.home() / (".claude/projects" if client == "claude-code" else ".codex/sessions")
 
@@ -125,14 +159,6 @@ def _texts(content: object, kinds: tuple[str, ...] = ("text",)) -> str:
     return ""
 
 
-def _tool_output(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(str(b.get("text") or "") for b in content if isinstance(b, dict) and "text" in b)
-    return json.dumps(content, ensure_ascii=False, default=str)
-
-
 def read_claude_code(path: Path) -> Transcript:
     transcript = Transcript("claude-code", path.stem, "", path)
     turn: Turn | None = None
@@ -173,7 +199,7 @@ def read_claude_code(path: Path) -> Transcript:
                     continue
                 key = str(block.get("tool_use_id") or "")
                 name, tool_input = tool_calls.get(key, ("tool", None))
-                turn.tools.append(ToolResult(key, name, tool_input, _tool_output(block.get("content")), when))
+                turn.tools.append(ToolResult(key, name, tool_input, output_text(block.get("content")), when))
             continue
         if item.get("isMeta") or item.get("isCompactSummary"):
             continue
@@ -199,9 +225,13 @@ def read_codex(path: Path) -> Transcript:
             transcript.cwd = str(payload.get("cwd") or "")
         elif kind == "event_msg":
             event = payload.get("type")
-            if event == "user_message":
+            prompt = None
+            if event == "user_message":  # Codex before 0.1xx
                 prompt = str(payload.get("message") or "")
-                if prompt.strip() and not prompt.lstrip().startswith(TASK_NOTIFICATION):
+            elif event == "item_completed" and (payload.get("item") or {}).get("type") == "UserMessage":
+                prompt = _texts(payload["item"].get("content"))
+            if prompt is not None and prompt.strip() and not prompt.lstrip().startswith(TASK_NOTIFICATION):
+                if turn is None or turn.prompt != prompt or turn.answer or turn.tools:  # one event per prompt
                     turn = Turn(len(transcript.turns) + 1, prompt, when)
                     transcript.turns.append(turn)
             elif event == "token_count":
@@ -216,12 +246,20 @@ def read_codex(path: Path) -> Transcript:
                     turn.answer, turn.answer_time = text, when
             elif item_type in ("function_call", "custom_tool_call", "local_shell_call"):
                 arguments = payload.get("arguments", payload.get("input", payload.get("action")))
-                calls[str(payload.get("call_id") or "")] = (str(payload.get("name") or item_type), arguments)
+                name = str(payload.get("name") or item_type)
+                if payload.get("namespace"):  # an MCP tool: mcp__<server>, as hooks name it
+                    name = f"{payload['namespace']}__{name}"
+                if isinstance(arguments, str):
+                    try:
+                        arguments = json.loads(arguments)
+                    except ValueError:
+                        pass
+                calls[str(payload.get("call_id") or "")] = (name, arguments)
             elif item_type in ("function_call_output", "custom_tool_call_output"):
                 key = str(payload.get("call_id") or "")
                 name, arguments = calls.get(key, ("tool", None))
                 output = payload.get("output")
                 if isinstance(output, dict):
                     output = output.get("content", output)
-                turn.tools.append(ToolResult(key, name, arguments, _tool_output(output), when))
+                turn.tools.append(ToolResult(key, name, arguments, output_text(output), when))
     return transcript

@@ -5,7 +5,7 @@ Clients import this module, never :mod:`mnemo.daemon.service` (which pulls in th
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -128,3 +128,38 @@ class ForgetRequest(BaseModel):
 
     id: Annotated[str, Field(pattern=ID_PATTERN)]
     reason: Annotated[str, Field(min_length=1, max_length=MAX_REASON_CHARS)]
+
+
+class StatsDay(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    day: date
+    injected: int
+    tokens: int
+    sessions: int
+    used: int
+    unused: int
+    unclear: int
+
+
+class Stats(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    since: datetime
+    until: datetime
+    person: str
+    sessions: int
+    memories_injected: int
+    tokens_injected: int
+    sessions_read: int  # sessions whose transcript was found
+    tokens_read: int  # input tokens of those sessions' model calls
+    tokens_injected_read: int  # tokens injected into those sessions
+    used: int
+    unused: int
+    unclear: int
+    suppressed: list[str]
+    days: list[StatsDay]
+
+    @property
+    def memory_share(self) -> float | None:
+        return self.tokens_injected_read / self.tokens_read if self.tokens_read else None

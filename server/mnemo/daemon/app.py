@@ -11,6 +11,7 @@ Routes (all JSON, all under ``/v1``)::
     POST /v1/recall                    RecallRequest → RecallResult
     POST /v1/distill                   {"session": …} → {"queued": …, "reason": …}
     POST /v1/hooks/<Event>?client=     the host's hook JSON → text/plain: what the hook prints
+    GET  /v1/stats?days=30             memory injected and used over the last days (mnemo stats)
     GET  /v1/judge-log?limit=&session= the judge's decisions, newest first
     POST /v1/shutdown                  asks the daemon to exit
 
@@ -154,6 +155,15 @@ def build_app(
         out = await hooks.handle(event, payload, request.query_params.get("client", ""))
         return Response(out, media_type="text/plain; charset=utf-8")
 
+    async def usage_stats(request: Request) -> Response:
+        try:
+            days = int(request.query_params.get("days", "30"))
+        except ValueError:
+            raise InputError("days: must be a whole number") from None
+        if not 1 <= days <= 3_660:
+            raise InputError("days: must be between 1 and 3,660")
+        return _json(await hooks.stats(days))
+
     async def distil(request: Request) -> Response:
         body = await _parse(request, DistillRequest)
         return _json(service.distil(body.session))
@@ -211,6 +221,7 @@ def build_app(
             Route("/v1/recall", recall, methods=["POST"]),
             Route("/v1/distill", distil, methods=["POST"]),
             Route("/v1/hooks/{event}", hook, methods=["POST"]),
+            Route("/v1/stats", usage_stats, methods=["GET"]),
             Route("/v1/judge-log", judge_log, methods=["GET"]),
             Route("/v1/shutdown", shutdown, methods=["POST"]),
         ],

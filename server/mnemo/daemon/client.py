@@ -27,6 +27,7 @@ from mnemo.daemon.api import (
     DistillRequest,
     ForgetRequest,
     JudgeLog,
+    Stats,
     Status,
 )
 from mnemo.daemon.launcher import ensure_daemon
@@ -124,6 +125,9 @@ class DaemonClient:
     async def judge_log(self, limit: int = 20, session: str | None = None) -> JudgeLog:
         query = urlencode({"limit": limit, **({"session": session} if session else {})})
         return await self._request("GET", f"/v1/judge-log?{query}", None, JudgeLog)
+
+    async def stats(self, days: int = 30) -> Stats:
+        return await self._request("GET", f"/v1/stats?days={int(days)}", None, Stats)
 
     async def status(self) -> Status:
         return await self._request("GET", "/v1/status", None, Status)

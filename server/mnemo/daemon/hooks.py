@@ -26,7 +26,7 @@ import logging
 import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -35,13 +35,15 @@ import anyio.to_thread
 
 from mnemo import transcripts
 from mnemo.clock import utc_now
+from mnemo.daemon.api import Stats
 from mnemo.daemon.service import MemoryService
-from mnemo.episodes import EpisodeIn, Role
+from mnemo.episodes import EpisodeIn, Role, clip_text
 from mnemo.errors import InputError
 from mnemo.injected import strip_injected
 from mnemo.memories import Memory, MemoryType
 from mnemo.recall import MAX_QUERY_CHARS
 from mnemo.store.usage import InjectionRow, SessionRow, VerdictRow
+from mnemo.usage import stats
 from mnemo.usage.audit import Auditor
 from mnemo.usage.budget import BLOCK_TOKENS, SESSION_TOKENS, pack
 from mnemo.usage.sessions import SessionBook, SessionState
@@ -162,6 +164,15 @@ class HookService:
                 except Exception:  # one failed audit must not stop the next
                     logger.exception("usage audit of session %s turn %d failed", job.session, job.turn)
 
+    async def stats(self, days: int) -> Stats:
+        """The last ``days`` UTC days, today included (:mod:`mnemo.usage.stats`)."""
+        now = self._clock()
+        until = datetime.combine(now.date() + timedelta(days=1), time(), tzinfo=UTC)
+        since = until - timedelta(days=days)
+        person = self._settings.namespace_of_person
+        figures = await self.service.call_store(stats.from_store, self.store, person, since, until)
+        return await anyio.to_thread.run_sync(stats.gather, figures, person, since, until)
+
     # -- sessions ------------------------------------------------------------------------------
 
     async def _session(self, session_id: str, client: str, payload: Mapping[str, Any]) -> SessionState:
@@ -241,9 +252,9 @@ class HookService:
 
     async def _tool_result(self, state: SessionState, payload: Mapping[str, Any]) -> None:
         tool = str(payload.get("tool_name") or "tool")
-        if tool.startswith("mcp__") and "mnemo" in tool.split("__")[1]:
-            return  # mnemo's own output is memory already: distilling it would feed on itself
-        text = f"{tool} {_compact(payload.get('tool_input'))}\n{_as_text(payload.get('tool_response'))}"
+        if transcripts.is_mnemo_tool(tool):
+            return
+        text = transcripts.tool_text(tool, payload.get("tool_input"), payload.get("tool_response"))
         key = str(payload.get("tool_use_id") or "") or hashlib.sha256(text.encode()).hexdigest()[:16]
         await self._record(state, f"tool:{key}", text, Role.TOOL, tool[:200], payload)
 
@@ -275,9 +286,7 @@ class HookService:
     async def _record(
         self, state: SessionState, part: str, text: str, role: Role, who: str, payload: Mapping[str, Any]
     ) -> None:
-        limit = self._settings.max_episode_chars
-        if len(text) > limit:
-            text = text[: limit - 40] + f"\n[… cut by mnemo at {limit:,} characters]"
+        text = clip_text(text, self._settings.max_episode_chars)
         episode_id = transcripts.episode_id(state.client, state.id, state.turn, part)
         episode = EpisodeIn(
             id=episode_id,
@@ -363,24 +372,3 @@ def _client_of(payload: Mapping[str, Any]) -> str:
     Codex's transcripts are rollout-….jsonl files, and its turn events carry a turn_id."""
     name = Path(str(payload.get("transcript_path") or "")).name
     return "codex" if name.startswith("rollout-") or "turn_id" in payload else "claude-code"
-
-
-def _compact(value: object, limit: int = 600) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _as_text(value: object) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict):  # Bash: {"stdout": …, "stderr": …}; MCP in Codex: {"content": [...]}
-        parts = [str(value[k]) for k in ("stdout", "stderr", "output", "result") if value.get(k)]
-        if parts:
-            return "\n".join(parts)
-        if isinstance(value.get("content"), list):
-            value = value["content"]
-    if isinstance(value, list):  # content blocks
-        texts = [str(b.get("text")) for b in value if isinstance(b, dict) and b.get("text")]
-        if texts:
-            return "\n".join(texts)
-    return json.dumps(value, ensure_ascii=False, default=str)

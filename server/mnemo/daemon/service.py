@@ -71,6 +71,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 MAX_BATCH_EPISODES = 5_000
 EMBED_BATCH = 16
+QUIET_S = 0.3  # the background embedding waits this long after the last question
 BUILD_PAGE_ROWS = 5_000
 KEY_PAGE_ROWS = 50_000
 
@@ -177,6 +178,7 @@ class MemoryService:
             10_000
         )
         self.started_at = utc_now()
+        self._last_question = 0.0
         self._started_monotonic = time.monotonic()
 
     @property
@@ -395,6 +397,10 @@ class MemoryService:
             await self._backlog_added.wait()
             self._backlog_added = anyio.Event()
             while items := self.engine.take_backlog(EMBED_BATCH):
+                # Questions first: a batch waits until no question has come for QUIET_S, so a hook
+                # does not share the 2 cores with the embedding of the episode it just recorded.
+                while (quiet := time.monotonic() - self._last_question) < QUIET_S:
+                    await anyio.sleep(QUIET_S - quiet)
                 vectors = await anyio.to_thread.run_sync(
                     embedder.embed_documents, [text for _, _, text in items], limiter=self._embedder_limiter
                 )
@@ -537,6 +543,7 @@ class MemoryService:
         return [m for m in memories if m is not None]
 
     def _understand(self, text: str) -> Question:
+        self._last_question = time.monotonic()
         return self.engine.understand(text, utc_now())
 
     def _embedding_limiter(self) -> anyio.CapacityLimiter | None:

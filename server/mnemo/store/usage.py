@@ -168,6 +168,59 @@ class UsageTables:
             rows = self._client.query(sql, parameters={"p": person, "since": since}).result_rows
         return {str(row[0]) for row in rows}
 
+    def usage_by_day(
+        self, since: datetime, until: datetime
+    ) -> list[tuple[Any, int, int, int, int, int, int]]:
+        """Per UTC day: (day, memories injected, tokens injected, sessions, used, clearly unused, unclear)."""
+        parameters = {"since": as_stored(since), "until": as_stored(until)}
+        window = "at >= {since:DateTime64(3, 'UTC')} AND at < {until:DateTime64(3, 'UTC')}"
+        sql = f"""
+            SELECT day, sum(injected), sum(tokens), sum(sessions), sum(used), sum(unused), sum(unclear)
+            FROM (
+                SELECT toDate(at) AS day, countIf(memory != '') AS injected, sum(tokens) AS tokens,
+                       uniqExact(session) AS sessions, 0 AS used, 0 AS unused, 0 AS unclear
+                FROM injections FINAL WHERE {window} GROUP BY day
+                UNION ALL
+                SELECT toDate(at) AS day, 0, 0, 0, countIf(verdict = 'used'), countIf(verdict = 'unused'),
+                       countIf(verdict = 'unclear')
+                FROM usage_verdicts FINAL WHERE {window} GROUP BY day
+            ) GROUP BY day ORDER BY day
+        """
+        with self._translated("reading usage by day"):
+            rows = self._client.query(sql, parameters=parameters).result_rows
+        return [(r[0], *(int(v) for v in r[1:])) for r in rows]
+
+    def injected_tokens(self, sessions: Sequence[str]) -> dict[str, int]:
+        """Tokens injected into each of ``sessions`` (those with none are absent)."""
+        if not sessions:
+            return {}
+        sql = (
+            "SELECT session, sum(tokens) FROM injections FINAL "
+            "WHERE session IN {s:Array(String)} GROUP BY session"
+        )
+        with self._translated("reading injected tokens"):
+            rows = self._client.query(sql, parameters={"s": list(sessions)}).result_rows
+        return {str(session): int(tokens) for session, tokens in rows}
+
+    def sessions_between(self, since: datetime, until: datetime) -> list[SessionRow]:
+        """Sessions that started in [since, until)."""
+        sql = (
+            f"SELECT {', '.join(_SESSION_COLUMNS)} FROM sessions FINAL "
+            "WHERE started_at >= {since:DateTime64(3, 'UTC')} AND started_at < {until:DateTime64(3, 'UTC')} "
+            "ORDER BY started_at"
+        )
+        with self._translated("reading sessions"):
+            rows = self._client.query(
+                sql, parameters={"since": as_stored(since), "until": as_stored(until)}
+            ).result_rows
+        found = []
+        for row in rows:
+            values = dict(zip(_SESSION_COLUMNS, row, strict=True))
+            values["started_at"] = as_stored(values["started_at"])
+            values["ended_at"] = as_stored(values["ended_at"]) if values["ended_at"] is not None else None
+            found.append(SessionRow(**values))
+        return found
+
     def use_counts(self, person: str) -> dict[str, int]:
         """How many turns used each memory, for ``person`` (memories never used are absent)."""
         sql = (
