@@ -23,6 +23,7 @@ Answers are the assistant messages; tokens read the last cumulative ``token_coun
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -250,10 +251,8 @@ def read_codex(path: Path) -> Transcript:
                 if payload.get("namespace"):  # an MCP tool: mcp__<server>, as hooks name it
                     name = f"{payload['namespace']}__{name}"
                 if isinstance(arguments, str):
-                    try:
+                    with contextlib.suppress(ValueError):  # not JSON: kept as the text it is
                         arguments = json.loads(arguments)
-                    except ValueError:
-                        pass
                 calls[str(payload.get("call_id") or "")] = (name, arguments)
             elif item_type in ("function_call_output", "custom_tool_call_output"):
                 key = str(payload.get("call_id") or "")
