@@ -124,6 +124,10 @@ def _script(recall_tool: str, shell: ToolCall, memory_id: str) -> Any:
 def _check_backfill(home: Home, source: str, transcripts_dir: Path, session: str) -> None:
     """Importing the host's own transcript of the session the hooks recorded adds nothing; into an
     empty store it gives the same episodes (ids, turns, texts) the hooks recorded."""
+    [transcript] = transcripts_dir.rglob(
+        f"*{session}.jsonl"
+    )  # Claude: <id>.jsonl; Codex: rollout-…-<id>.jsonl
+    transcripts_dir = transcript
     out = home.mnemo("import", "--from", source, str(transcripts_dir), "--quiet").stdout
     assert "0 new episodes, 3 already present, 0 errors" in out, out
     live = [(e.id, e.turn, e.kind, e.text) for e in _episodes(home, session)]
