@@ -25,6 +25,7 @@ from mnemo.recall import RecallEpisodeRequest, RecallRequest
 from mnemo.usage.budget import BLOCK_TOKENS, SESSION_TOKENS, estimate_tokens
 from tests.conftest import BIN, Home
 from tests.helpers import wait_until
+from tests.llm_server import LLMServer
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "PreCompact", "SessionEnd", "PreToolUse")
 CWD = "/srv/checkout"  # not a repository: its workspace is the directory itself
@@ -87,14 +88,25 @@ def test_with_the_daemon_unreachable_every_hook_exits_0_silently_within_a_second
         assert elapsed < 1.0, f"{event} took {elapsed:.2f} s"
 
 
-def test_a_hook_that_finds_no_daemon_starts_one_for_next_time(home: Home) -> None:
+def test_a_hook_that_finds_no_daemon_starts_one_and_the_turn_is_recorded_all_the_same(home: Home) -> None:
     assert ping(home.settings) is None
-    stdout, _, code = hook(home, "Stop", event_input("Stop"))
-    assert (code, stdout) == (0, "")
+    for event in ("SessionStart", "UserPromptSubmit", "Stop"):
+        stdout, elapsed, code = hook(home, event, event_input(event, session="s-down"))
+        assert (code, stdout) == (0, ""), event
+        assert elapsed < 1.0
+    assert "event spooled" in (home.settings.log_dir / "hooks.log").read_text()
     deadline = time.monotonic() + 60
     while ping(home.settings) is None:
         assert time.monotonic() < deadline, "the hook did not start a daemon"
         time.sleep(0.2)
+    # The daemon replays what the hooks spooled: the turn is there as if it had been up.
+    wait_until(lambda: len(anyio.run(_session_episodes, home, "s-down")) == 2, what="the spool replayed")
+    episodes = anyio.run(_session_episodes, home, "s-down")
+    assert [(e.id, e.turn, e.text) for e in episodes] == [
+        ("claude-code:s-down:1:prompt", 1, "which day do we deploy?"),
+        ("claude-code:s-down:1:answer", 1, "We deploy on Thursdays."),
+    ]
+    assert not (home.settings.run_dir / "hooks.spool").exists()
 
 
 @pytest.fixture
@@ -352,3 +364,26 @@ def test_episodes_a_stopped_daemon_left_in_its_journal_are_stored_at_the_next_st
     wait_until(
         lambda: (settings.run_dir / "episodes.journal").stat().st_size == 0, what="the journal emptied"
     )
+
+
+def test_pre_compact_distils_the_session_now_and_session_end_marks_it_ended(
+    home: Home, llm_server: LLMServer
+) -> None:
+    llm_server.answer(contains="Transcript:", text=json.dumps({"memories": []}))
+    configured = home.with_env(
+        MNEMO_LLM_URL=llm_server.url, MNEMO_LLM_MODEL="scripted-1", MNEMO_DISTILL_IDLE_S="3600"
+    )
+    session = "s-compact"
+    hook(configured, "UserPromptSubmit", event_input("UserPromptSubmit", session=session))
+    hook(configured, "Stop", event_input("Stop", session=session))
+    assert not any("Transcript:" in p for p in llm_server.prompts()), "quiet sessions wait an hour here"
+    stdout, _, code = hook(configured, "PreCompact", event_input("PreCompact", session=session))
+    assert (code, stdout) == (0, "")
+    wait_until(lambda: any("Transcript:" in p for p in llm_server.prompts()), what="the session distilled")
+    [extraction] = [p for p in llm_server.prompts() if "Transcript:" in p]
+    assert "which day do we deploy?" in extraction and "We deploy on Thursdays." in extraction
+
+    stdout, _, code = hook(configured, "SessionEnd", event_input("SessionEnd", session=session))
+    assert (code, stdout) == (0, "")
+    stats = json.loads(configured.mnemo("stats", "--json").stdout)
+    assert stats["sessions"] == 1

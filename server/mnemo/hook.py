@@ -8,7 +8,9 @@ daemon owns every decision (what to record, what to inject, budgets); this proce
 
 It never blocks the agent: whatever goes wrong (daemon down, slow, an error, bad input) it exits
 0 with nothing on stdout, within the event's deadline, and notes why in ``hooks.log``. A daemon
-that is not running is started in the background for the next event.
+that is not running is started in the background, and the event is appended to the spool
+(``run/hooks.spool``), which the daemon replays when it is up: the turn is recorded all the same
+(nothing is injected for it, as nobody is waiting any more).
 
 PreToolUse is answered here without the daemon: in plan mode mnemo's write tools are denied.
 """
@@ -35,6 +37,8 @@ DEADLINES_S = {
 EVENTS = (*DEADLINES_S, "PreToolUse")
 CLIENTS = ("claude-code", "codex")
 MAX_INPUT_BYTES = 16 * 1024 * 1024
+MAX_SPOOL_BYTES = 64 * 1024 * 1024  # a daemon that never comes up must not fill the disk
+SPAWN_GRACE_S = 15.0  # a daemon started this recently is still on its way up
 # mnemo's tools that write; plan mode denies them (the MCP server's name varies with how it was
 # installed — mnemo, or plugin_mnemo_mnemo — so the match is on the suffix).
 WRITE_TOOLS = ("remember", "forget", "keep")
@@ -105,8 +109,9 @@ def _ask_daemon(where: Layout, event: str, client: str, body: bytes, deadline: f
         try:
             sock.connect(where.socket_path)
         except (FileNotFoundError, ConnectionRefusedError):
+            _spool(where, event, client, body)
             _start_daemon(where)
-            raise
+            raise ConnectionError("the daemon is not running: event spooled for it; starting it") from None
         head = (
             f"POST /v1/hooks/{event}{'?client=' + client if client else ''} HTTP/1.1\r\n"
             "Host: mnemo\r\nContent-Type: application/json\r\n"
@@ -151,11 +156,44 @@ def _unchunk(data: bytes) -> bytes:
         data = data[size + 2 :]
 
 
+def _spool(where: Layout, event: str, client: str, body: bytes) -> None:
+    """Keep an event the daemon could not take (it surely did not: the connection failed)."""
+    import json  # noqa: PLC0415 - only on this path
+
+    os.makedirs(where.run_dir, mode=0o700, exist_ok=True)
+    try:
+        if os.path.getsize(where.spool_path) > MAX_SPOOL_BYTES:
+            _note(where, f"{event}: the spool is over {MAX_SPOOL_BYTES:,} bytes; event dropped")
+            return
+    except FileNotFoundError:
+        pass
+    line = json.dumps({"event": event, "client": client, "input": body.decode("utf-8", "replace")}) + "\n"
+    fd = os.open(where.spool_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.write(fd, line.encode("utf-8"))  # one write: appends of one line do not interleave
+    finally:
+        os.close(fd)
+
+
 def _start_daemon(where: Layout) -> None:
     """Start the daemon detached, for the next event; this one goes on without it."""
     import subprocess  # noqa: PLC0415 - ~5 ms, only when the daemon is down
 
     if is_locked(where.daemon_lock_path):  # one is starting (it locks before it listens)
+        return
+    # Nor when another hook started one moments ago (before that daemon could take its lock):
+    # the marker is created exclusively, so of hooks racing here one spawns.
+    marker = os.path.join(where.run_dir, "hook-spawned")
+    os.makedirs(where.run_dir, mode=0o700, exist_ok=True)
+    try:
+        if time.time() - os.path.getmtime(marker) < SPAWN_GRACE_S:
+            return
+        os.unlink(marker)
+    except FileNotFoundError:
+        pass
+    try:
+        os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
         return
 
     os.makedirs(where.log_dir, mode=0o700, exist_ok=True)

@@ -19,6 +19,7 @@ HOOK_TIMEOUT_ENV = "MNEMO_HOOK_TIMEOUT_S"
 APP = "mnemo"
 SOCKET_NAME = "daemon.sock"
 DAEMON_LOCK_NAME = "daemon.lock"
+SPOOL_NAME = "hooks.spool"  # hook events that found no daemon, for it to replay (mnemo.hook)
 
 
 class Layout:
@@ -34,6 +35,10 @@ class Layout:
     @property
     def socket_path(self) -> str:
         return os.path.join(self.run_dir, SOCKET_NAME)
+
+    @property
+    def spool_path(self) -> str:
+        return os.path.join(self.run_dir, SPOOL_NAME)
 
     @property
     def daemon_lock_path(self) -> str:

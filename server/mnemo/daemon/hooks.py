@@ -41,6 +41,7 @@ from mnemo.episodes import EpisodeIn, Role, clip_text
 from mnemo.errors import InputError
 from mnemo.injected import strip_injected
 from mnemo.memories import Memory, MemoryType
+from mnemo.paths import SPOOL_NAME
 from mnemo.recall import MAX_QUERY_CHARS
 from mnemo.store.usage import InjectionRow, SessionRow, VerdictRow
 from mnemo.usage import stats
@@ -55,6 +56,7 @@ EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "PreCompact
 CANDIDATES = 24  # memories ranked per injection, before the session's filters
 START_CANDIDATES = 300
 SUPPRESSED_TTL_S = 60.0
+SPOOL_POLL_S = 5.0
 # At session start, with no question to rank by: what is worth having in mind first.
 START_ORDER = {
     MemoryType.DECISION: 0,
@@ -96,8 +98,9 @@ class HookService:
 
     # -- the API -------------------------------------------------------------------------------
 
-    async def handle(self, event: str, payload: Mapping[str, Any], client: str) -> str:
-        """What to print for ``event`` (an empty string: nothing)."""
+    async def handle(self, event: str, payload: Mapping[str, Any], client: str, *, live: bool = True) -> str:
+        """What to print for ``event`` (an empty string: nothing). ``live=False``: an event replayed
+        from the spool — recorded, but nothing is injected (nobody would read it)."""
         if event not in EVENTS:
             raise InputError(f"unknown hook event {event!r}; known: {', '.join(EVENTS)}")
         session_id = payload.get("session_id")
@@ -110,9 +113,9 @@ class HookService:
         state = await self._session(session_id, client, payload)
         match event:
             case "SessionStart":
-                return await self._start(state, payload)
+                return await self._start(state, payload) if live else ""
             case "UserPromptSubmit":
-                return await self._prompt(state, payload)
+                return await self._prompt(state, payload, live)
             case "PostToolUse":
                 await self._tool_result(state, payload)
             case "Stop":
@@ -122,10 +125,45 @@ class HookService:
         return ""
 
     async def run(self) -> None:
-        """The background work: usage audits, and writing down what was injected."""
+        """The background work: usage audits, writing down what was injected, the spool."""
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._write_ledger)
             tg.start_soon(self._run_audits)
+            tg.start_soon(self._replay_spool_forever)
+
+    async def _replay_spool_forever(self) -> None:
+        """Events hooks spooled while the daemon was down (:mod:`mnemo.hook`): now, then every few
+        seconds (a hook that raced the daemon's start may spool after the first look)."""
+        while True:
+            try:
+                await self.replay_spool()
+            except Exception:
+                logger.exception("replaying the hooks' spool failed")
+            await anyio.sleep(SPOOL_POLL_S)
+
+    async def replay_spool(self) -> int:
+        """Replay the spooled events in order; return how many were replayed."""
+        spool = self._settings.run_dir / SPOOL_NAME
+        taken = spool.with_suffix(".replaying")  # a daemon stopped mid-replay left this: first
+        if not taken.exists():
+            try:
+                spool.replace(taken)  # new hook events start a new spool meanwhile
+            except FileNotFoundError:
+                return 0
+        lines = await anyio.to_thread.run_sync(taken.read_bytes)
+        replayed = 0
+        for number, line in enumerate(lines.splitlines(), 1):
+            try:
+                item = json.loads(line)
+                payload = json.loads(item["input"] or "{}")
+                await self.handle(str(item["event"]), payload, str(item.get("client") or ""), live=False)
+                replayed += 1
+            except Exception as exc:  # a bad line must not hold back the others
+                logger.warning("%s:%d: spooled hook event not replayed: %r", taken, number, exc)
+        taken.unlink(missing_ok=True)
+        if replayed:
+            logger.info("replayed %d hook events spooled while the daemon was down", replayed)
+        return replayed
 
     async def _write_ledger(self) -> None:
         """Session and injection rows are written after the hook has its answer (the sessions'
@@ -226,7 +264,7 @@ class HookService:
         found.sort(key=lambda m: (-uses.get(m.id, 0), START_ORDER.get(m.type, 9)))
         return await self._inject(state, "SessionStart", found)
 
-    async def _prompt(self, state: SessionState, payload: Mapping[str, Any]) -> str:
+    async def _prompt(self, state: SessionState, payload: Mapping[str, Any], live: bool) -> str:
         prompt = str(payload.get("prompt") or "")
         if prompt.lstrip().startswith(transcripts.TASK_NOTIFICATION) or not prompt.strip():
             return ""
@@ -238,7 +276,7 @@ class HookService:
 
         async def recall() -> None:
             nonlocal found
-            if question:
+            if question and live:
                 found = await self.service.related_current(
                     question, [state.workspace, state.person], CANDIDATES
                 )
@@ -248,7 +286,7 @@ class HookService:
         async with anyio.create_task_group() as tg:
             tg.start_soon(recall)
             await self._record(state, "prompt", prompt, Role.USER, self._settings.person, payload)
-        return await self._inject(state, "UserPromptSubmit", found)
+        return await self._inject(state, "UserPromptSubmit", found) if live else ""
 
     async def _tool_result(self, state: SessionState, payload: Mapping[str, Any]) -> None:
         tool = str(payload.get("tool_name") or "tool")

@@ -66,6 +66,8 @@ class SessionHistory:
     turn: int
     episode_ids: list[str]
     injected: list[InjectionRow]
+    last_prompt: str = ""  # the text of the prompt at ``turn``
+    answered_turn: int = 0  # the last turn whose final answer is recorded (audited up to there)
 
 
 _SESSION_COLUMNS = tuple(f.name for f in fields(SessionRow))
@@ -104,8 +106,9 @@ class UsageTables:
 
     def session_history(self, session: str) -> SessionHistory:
         with self._translated("reading a session's history"):
-            turn, ids = self._client.query(
-                "SELECT max(turn), groupArray(id) FROM episodes WHERE session = {s:String}",
+            turn, ids, last_prompt, answered = self._client.query(
+                "SELECT max(turn), groupUniqArray(id), argMaxIf(text, turn, kind = 'prompt'), "
+                "maxIf(turn, kind = 'response') FROM episodes WHERE session = {s:String}",
                 parameters={"s": session},
             ).result_rows[0]
             rows = self._client.query(
@@ -114,7 +117,9 @@ class UsageTables:
                 parameters={"s": session},
             ).result_rows
         injected = [InjectionRow(**dict(zip(_INJECTION_COLUMNS, row, strict=True))) for row in rows]
-        return SessionHistory(int(turn or 0), [str(i) for i in ids], injected)
+        return SessionHistory(
+            int(turn or 0), [str(i) for i in ids], injected, str(last_prompt or ""), int(answered or 0)
+        )
 
     def in_session(self, episode_ids: Sequence[str], session: str) -> set[str]:
         """Which of ``episode_ids`` were recorded in ``session``."""

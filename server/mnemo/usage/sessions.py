@@ -32,11 +32,18 @@ class SessionState:
         cls, id: str, client: str, person: str, workspace: str, history: SessionHistory
     ) -> SessionState:
         state = cls(id, client, person, workspace, turn=history.turn, episodes=set(history.episode_ids))
+        if history.last_prompt:
+            state.prompts[history.turn] = history.last_prompt  # a retried prompt stays in its turn
+        if history.answered_turn:
+            state.answered.add(history.answered_turn)
         for row in history.injected:
             state.tokens += row.tokens
             if row.memory:
                 state.injected.add(row.memory)
-                state.by_turn.setdefault(row.turn, []).append(row.memory)
+                # Turns up to the last answered one were audited then (answers start at turn 1;
+                # 0 means none yet, and the session start's injections, turn 0, still wait).
+                if row.turn > history.answered_turn or not history.answered_turn:
+                    state.by_turn.setdefault(row.turn, []).append(row.memory)
         return state
 
     def unknown(self, sources: list[str]) -> list[str]:
