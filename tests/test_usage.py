@@ -232,3 +232,75 @@ async def test_stats_count_what_was_injected_and_used_and_read_the_share_from_tr
     assert [d.day.isoformat() for d in stats.days] == ["2026-03-02"]
     page = render_html(stats)
     assert "<svg" in page and "2026-03-02: 2 injected" in page and "2026-03-02: 1 used" in page
+
+
+async def test_an_endpoint_without_logprobs_says_used_or_unclear_never_clearly_unused(
+    home: Home, llm_server: LLMServer
+) -> None:
+    llm_server.supports_logprobs = False
+    llm_server.answer(contains="ANSWER: Tuesday", choices={"A": 0.6, "B": 0.4})  # it writes "A": yes
+    llm_server.answer(contains="ANSWER: ", choices={"B": 0.99, "A": 0.01})  # it writes "B": no
+    clock = Clock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
+    async with hook_service(home, llm_server.url, clock) as hooks:
+        deploy = await hooks.service.remember(
+            RememberRequest(content=DEPLOY, type=MemoryType.DECISION, namespace=WORKSPACE)
+        )
+        await _turn(hooks, "s-yes", "which day do we deploy?", "Tuesday, I think")
+        for n in range(7):
+            await _turn(hooks, f"s-no-{n}", "which day do we deploy?", "unrelated work")
+        await _audited(hooks, 8)
+        [yes] = hooks.store.verdicts("s-yes")
+        noes = [v for n in range(7) for v in hooks.store.verdicts(f"s-no-{n}")]
+        block = await _turn(hooks, "s-after", "which day do we deploy?", "unrelated")
+    assert (yes.verdict, yes.method) == ("used", "answer")
+    assert {(v.verdict, v.method) for v in noes} == {("unclear", "answer")}
+    assert deploy.id in block, "a bare 'no' seven times does not suppress"
+
+
+async def test_a_session_picked_up_again_keeps_its_spend_and_its_turn(
+    home: Home, llm_server: LLMServer
+) -> None:
+    """Two blocks in one turn (a prompt, then the context compacted), then the daemon's memory of
+    the session lost: what it spent and where it was come back from the store."""
+    _script(llm_server)
+    clock = Clock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
+    async with hook_service(home, llm_server.url, clock) as hooks:
+        await hooks.service.remember(
+            RememberRequest(content=DEPLOY, type=MemoryType.DECISION, namespace=WORKSPACE)
+        )
+        await hooks.service.remember(
+            RememberRequest(content=STAGING, type=MemoryType.FACT, namespace=WORKSPACE)
+        )
+        await hooks.handle("UserPromptSubmit", _input("s-r", prompt="which day do we deploy?"), "")
+        await hooks.handle("SessionStart", _input("s-r", source="compact"), "")
+        state = hooks._book.get("s-r")
+        assert state is not None and state.blocks == 2
+        spent, turn = state.tokens, state.turn
+        await anyio.sleep(0.3)  # the ledger writes the rows after the answers
+        again = HookService(hooks.service, clock=clock)  # a new daemon's view of the same store
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(again.run)
+            await again.handle("Stop", _input("s-r", last_assistant_message="Thursdays."), "")
+            resumed = again._book.get("s-r")
+            assert resumed is not None
+            assert (resumed.tokens, resumed.turn, resumed.blocks) == (spent, turn, 2)
+            await again.handle("UserPromptSubmit", _input("s-r", prompt="and staging?"), "")
+            assert resumed.turn == turn + 1
+            tg.cancel_scope.cancel()
+
+
+async def test_session_end_marks_the_session_ended(home: Home) -> None:
+    clock = Clock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
+    async with hook_service(home, None, clock) as hooks:
+        await hooks.handle("SessionStart", _input("s-end", source="startup"), "")
+        clock.now += timedelta(minutes=5)
+        await hooks.handle("SessionEnd", _input("s-end", reason="prompt_input_exit"), "")
+        with anyio.fail_after(10):
+            while (row := hooks.store.get_session("s-end")) is None or row.ended_at is None:
+                await anyio.sleep(0.05)
+    assert (row.started_at, row.ended_at, row.end_reason) == (
+        datetime(2026, 3, 2, 9, 0, tzinfo=UTC),
+        datetime(2026, 3, 2, 9, 5, tzinfo=UTC),
+        "prompt_input_exit",
+    )
+    assert row.client == "claude-code" and row.workspace == WORKSPACE

@@ -22,7 +22,7 @@ import os
 import sys
 import time
 
-from mnemo.paths import Layout, hook_timeout_override, host_client, is_locked, layout
+from mnemo.paths import Layout, hook_timeout_override, is_locked, layout
 
 # Seconds the daemon may take, per event: inside the hosts' limits with room to spare (SessionEnd
 # has 1.5 s in Claude Code). MNEMO_HOOK_TIMEOUT_S overrides them all.
@@ -70,7 +70,7 @@ def main(argv: list[str]) -> int:
 def _parse_args(argv: list[str]) -> tuple[str, str]:
     if not argv or argv[0] not in EVENTS:
         raise ValueError(f"usage: mnemo-mcp hook <{'|'.join(EVENTS)}> [--client {'|'.join(CLIENTS)}]")
-    client = host_client()
+    client = ""  # the daemon tells the host from the input (Codex's carries its rollout path)
     if len(argv) == 3 and argv[1] == "--client" and argv[2] in CLIENTS:
         client = argv[2]
     elif len(argv) != 1:
@@ -170,7 +170,9 @@ def _spool(where: Layout, event: str, client: str, body: bytes) -> None:
     line = json.dumps({"event": event, "client": client, "input": body.decode("utf-8", "replace")}) + "\n"
     fd = os.open(where.spool_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
-        os.write(fd, line.encode("utf-8"))  # one write: appends of one line do not interleave
+        data = line.encode("utf-8")
+        if os.write(fd, data) != len(data):  # one write, so that appends do not interleave
+            raise OSError(f"short write to {where.spool_path} (disk full?)")
     finally:
         os.close(fd)
 

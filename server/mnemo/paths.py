@@ -91,12 +91,6 @@ def hook_timeout_override(env: Mapping[str, str] | None = None) -> float | None:
     return float(text) if text else None
 
 
-def host_client(env: Mapping[str, str] | None = None) -> str:
-    """The host running a hook, when its environment says: Claude Code sets CLAUDECODE=1."""
-    env = os.environ if env is None else env
-    return "claude-code" if env.get("CLAUDECODE") == "1" else ""
-
-
 def try_lock(path: str | os.PathLike[str]) -> int | None:
     """Take an exclusive lock on ``path`` without waiting; return the fd to keep it, or None if held."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)

@@ -78,6 +78,25 @@ def episode_id(client: str, session: str, turn: int, part: str) -> str:
     return "h" + hashlib.sha256(text.encode()).hexdigest()
 
 
+# User lines of a Claude Code transcript that no UserPromptSubmit hook saw: an interruption,
+# slash commands and their local output, background-task notices.
+_NOT_PROMPTS = (
+    TASK_NOTIFICATION,
+    "[Request interrupted by user",
+    "<command-name>",
+    "<command-message>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<local-command-caveat>",
+)
+
+
+def is_person_prompt(text: str) -> bool:
+    """Whether a user line is a prompt of the person's (what the hooks count as a turn)."""
+    stripped = text.lstrip()
+    return bool(stripped) and not stripped.startswith(_NOT_PROMPTS)
+
+
 def is_mnemo_tool(name: str) -> bool:
     """mnemo's own MCP tools: their output is memory already, and is not recorded (it would feed
     distillation its own output)."""
@@ -205,7 +224,7 @@ def read_claude_code(path: Path) -> Transcript:
         if item.get("isMeta") or item.get("isCompactSummary"):
             continue
         prompt = _texts(content)
-        if not prompt.strip() or prompt.lstrip().startswith(TASK_NOTIFICATION):
+        if not is_person_prompt(prompt):
             continue
         turn = Turn(len(transcript.turns) + 1, prompt, when)
         transcript.turns.append(turn)
@@ -231,7 +250,7 @@ def read_codex(path: Path) -> Transcript:
                 prompt = str(payload.get("message") or "")
             elif event == "item_completed" and (payload.get("item") or {}).get("type") == "UserMessage":
                 prompt = _texts(payload["item"].get("content"))
-            if prompt is not None and prompt.strip() and not prompt.lstrip().startswith(TASK_NOTIFICATION):
+            if prompt is not None and is_person_prompt(prompt):
                 if turn is None or turn.prompt != prompt or turn.answer or turn.tools:  # one event per prompt
                     turn = Turn(len(transcript.turns) + 1, prompt, when)
                     transcript.turns.append(turn)

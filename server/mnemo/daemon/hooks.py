@@ -89,6 +89,7 @@ class HookService:
         self._book = SessionBook()
         self._auditor = Auditor(service.distilling.decisions)
         self._suppressed: dict[str, tuple[float, set[str]]] = {}
+        self._loading: dict[str, anyio.Lock] = {}
         self._audit_send, self._audit_receive = anyio.create_memory_object_stream[AuditJob](1_000)
         self._ledger_send, self._ledger_receive = anyio.create_memory_object_stream[
             list[InjectionRow | SessionRow]
@@ -109,6 +110,7 @@ class HookService:
         client = client or _client_of(payload)
         if event == "SessionEnd":
             await self._end(session_id, client, payload)
+            self.service.distil(session_id)  # no need to wait for the session to go quiet
             return ""
         state = await self._session(session_id, client, payload)
         match event:
@@ -217,6 +219,17 @@ class HookService:
         state = self._book.get(session_id)
         if state is not None:
             return state
+        lock = self._loading.setdefault(session_id, anyio.Lock())
+        async with lock:
+            state = self._book.get(session_id)
+            if state is None:
+                state = await self._load(session_id, client, payload)
+        self._loading.pop(session_id, None)
+        return state
+
+    async def _load(self, session_id: str, client: str, payload: Mapping[str, Any]) -> SessionState:
+        # What this daemon journaled (or replayed) must be in the store before the history is read.
+        await self.service.journal_flushed()
         row, history = await self.service.call_store(self.store.session_state, session_id)
         person = self._settings.namespace_of_person
         cwd = str(payload.get("cwd") or "")
@@ -266,10 +279,9 @@ class HookService:
 
     async def _prompt(self, state: SessionState, payload: Mapping[str, Any], live: bool) -> str:
         prompt = str(payload.get("prompt") or "")
-        if prompt.lstrip().startswith(transcripts.TASK_NOTIFICATION) or not prompt.strip():
+        if not transcripts.is_person_prompt(prompt):  # e.g. a background task's <task-notification>
             return ""
-        if state.prompts.get(state.turn) != prompt or state.turn in state.answered:
-            state.turn += 1  # a retried hook re-sends the same prompt before any answer
+        state.turn += 1  # hosts do not retry hooks; a prompt sent again is a turn of its own
         state.prompts[state.turn] = prompt
         question = strip_injected(prompt).strip()[:MAX_QUERY_CHARS]
         found: list[Memory] = []
@@ -361,11 +373,14 @@ class HookService:
         if block is None:
             return ""
         now = self._clock()
+        state.blocks += 1
         rows: list[InjectionRow | SessionRow] = [
-            InjectionRow(state.id, state.turn, m.id, event, state.person, tokens, now)
+            InjectionRow(state.id, state.blocks, state.turn, m.id, event, state.person, tokens, now)
             for m, tokens in zip(block.memories, block.line_tokens, strict=True)
         ]
-        rows.append(InjectionRow(state.id, state.turn, "", event, state.person, block.frame_tokens, now))
+        rows.append(
+            InjectionRow(state.id, state.blocks, state.turn, "", event, state.person, block.frame_tokens, now)
+        )
         self._later(rows)
         state.tokens += block.tokens
         for memory in block.memories:
@@ -406,7 +421,8 @@ class HookService:
 
 
 def _client_of(payload: Mapping[str, Any]) -> str:
-    """The host, when the hook process could not tell (Claude Code sets CLAUDECODE=1 for hooks):
-    Codex's transcripts are rollout-….jsonl files, and its turn events carry a turn_id."""
+    """The host, when the hook command does not say (``--client``): Codex's transcripts are
+    rollout-….jsonl files and its turn events carry a turn_id; anything else is Claude Code. (Not
+    the environment: a Codex started from a Claude Code shell inherits CLAUDECODE=1.)"""
     name = Path(str(payload.get("transcript_path") or "")).name
     return "codex" if name.startswith("rollout-") or "turn_id" in payload else "claude-code"

@@ -40,7 +40,7 @@ class EpisodeJournal:
         """Append ``episodes`` durably (returns after fdatasync)."""
         data = b"".join(e.model_dump_json().encode() + b"\n" for e in episodes)
         with self._lock:
-            os.write(self._fd, data)
+            _write_all(self._fd, data)
             os.fdatasync(self._fd)
             self._pending += len(episodes)
 
@@ -55,11 +55,22 @@ class EpisodeJournal:
     def replay(self) -> list[Episode]:
         """The episodes a stopped daemon left uncommitted; they count as pending until committed."""
         found = []
-        with self._lock, self.path.open("rb") as f:
-            for number, line in enumerate(f, 1):
+        with self._lock:
+            data = self.path.read_bytes()
+            whole = data.rfind(b"\n") + 1
+            if whole < len(data):  # a line cut off by a crash (never acknowledged): drop it, so
+                os.ftruncate(self._fd, whole)  # that the next line does not land on its tail
+                logger.warning("%s: a cut-off last line (never acknowledged) dropped", self.path)
+            for number, line in enumerate(data[:whole].splitlines(), 1):
                 try:
                     found.append(Episode.model_validate_json(line))
                 except ValidationError:
-                    logger.warning("%s:%d: a cut-off line (never acknowledged) skipped", self.path, number)
+                    logger.warning("%s:%d: an unreadable line skipped", self.path, number)
             self._pending += len(found)
         return found
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]

@@ -177,6 +177,7 @@ class MemoryService:
         self._journaled_send, self._journaled_receive = anyio.create_memory_object_stream[list[Episode]](
             10_000
         )
+        self._journal_replayed = anyio.Event()
         self.started_at = utc_now()
         self._last_question = 0.0
         self._started_monotonic = time.monotonic()
@@ -235,7 +236,7 @@ class MemoryService:
     # -- distillation --------------------------------------------------------------------------
 
     def distil(self, session: str) -> DistillQueued:
-        """Distil ``session`` now (the PreCompact and SessionEnd hooks ask this)."""
+        """Distil ``session`` now (the PreCompact and SessionEnd hooks ask this, and POST /v1/distill)."""
         if not self.distilling.state.enabled:
             return DistillQueued(queued=False, reason="no language model is configured (llm_url, llm_model)")
         self.distilling.request(session)
@@ -342,7 +343,7 @@ class MemoryService:
         (:mod:`mnemo.daemon.journal`). Raises on an episode the intake refuses."""
         accepted = [self._intake.accept(item) for item in incoming]
         await anyio.to_thread.run_sync(self.journal.write, accepted)
-        self._journaled_send.send_nowait(accepted)
+        await self._journaled_send.send(accepted)  # waits while 10,000 batches queue (a store outage)
 
     async def run_journal(self) -> None:
         """Commit journaled episodes to the store (first those a stopped daemon left), forever."""
@@ -350,6 +351,7 @@ class MemoryService:
         if left:
             logger.info("replaying %d journaled episodes a stopped daemon had not stored", len(left))
             await self._commit_journaled(left)
+        self._journal_replayed.set()
         try:
             async with self._journaled_send, self._journaled_receive:
                 async for first in self._journaled_receive:
@@ -366,6 +368,7 @@ class MemoryService:
     async def journal_flushed(self, timeout_s: float = 5.0) -> None:
         """Wait (bounded) until every journaled episode is in the store: reads see what was recorded."""
         with anyio.move_on_after(timeout_s):
+            await self._journal_replayed.wait()
             while self.journal.pending:
                 await anyio.sleep(0.005)
 

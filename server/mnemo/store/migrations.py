@@ -222,18 +222,19 @@ MIGRATIONS: tuple[Migration, ...] = (
                 version UInt64
             ) ENGINE = ReplacingMergeTree(version) ORDER BY id
             """,
-            # What was added to a session's context: one row per memory per turn (memory '' is
-            # the block's frame), with the tokens it cost.
+            # What was added to a session's context: one row per memory per block (memory '' is
+            # the block's frame), with the tokens it cost; blocks are numbered in each session.
             """
             CREATE TABLE IF NOT EXISTS injections (
                 session String,
+                block UInt32,
                 turn UInt32,
                 memory String,
                 event LowCardinality(String),
                 person String,
                 tokens UInt32,
                 at DateTime64(3, 'UTC')
-            ) ENGINE = ReplacingMergeTree ORDER BY (session, turn, memory)
+            ) ENGINE = ReplacingMergeTree ORDER BY (session, block, memory)
             """,
             # Whether an injected memory was used in the turn's answer.
             """

@@ -39,6 +39,7 @@ class SessionRow:
 @dataclass(frozen=True, slots=True)
 class InjectionRow:
     session: str
+    block: int  # the block's number in the session, from 1
     turn: int
     memory: str  # '' for the block's frame (header and footer)
     event: str
@@ -113,7 +114,7 @@ class UsageTables:
             ).result_rows[0]
             rows = self._client.query(
                 f"SELECT {', '.join(_INJECTION_COLUMNS)} FROM injections FINAL "
-                "WHERE session = {s:String} ORDER BY turn, memory",
+                "WHERE session = {s:String} ORDER BY block, memory",
                 parameters={"s": session},
             ).result_rows
         injected = [InjectionRow(**dict(zip(_INJECTION_COLUMNS, row, strict=True))) for row in rows]
@@ -174,11 +175,15 @@ class UsageTables:
         return {str(row[0]) for row in rows}
 
     def usage_by_day(
-        self, since: datetime, until: datetime
+        self, person: str, since: datetime, until: datetime
     ) -> list[tuple[Any, int, int, int, int, int, int]]:
-        """Per UTC day: (day, memories injected, tokens injected, sessions, used, clearly unused, unclear)."""
-        parameters = {"since": as_stored(since), "until": as_stored(until)}
-        window = "at >= {since:DateTime64(3, 'UTC')} AND at < {until:DateTime64(3, 'UTC')}"
+        """Per UTC day, for ``person``: (day, memories injected, tokens injected, sessions, used,
+        clearly unused, unclear)."""
+        parameters = {"since": as_stored(since), "until": as_stored(until), "person": person}
+        window = (
+            "person = {person:String} "
+            "AND at >= {since:DateTime64(3, 'UTC')} AND at < {until:DateTime64(3, 'UTC')}"
+        )
         sql = f"""
             SELECT day, sum(injected), sum(tokens), sum(sessions), sum(used), sum(unused), sum(unclear)
             FROM (
@@ -207,17 +212,16 @@ class UsageTables:
             rows = self._client.query(sql, parameters={"s": list(sessions)}).result_rows
         return {str(session): int(tokens) for session, tokens in rows}
 
-    def sessions_between(self, since: datetime, until: datetime) -> list[SessionRow]:
-        """Sessions that started in [since, until)."""
+    def sessions_between(self, person: str, since: datetime, until: datetime) -> list[SessionRow]:
+        """``person``'s sessions that started in [since, until)."""
         sql = (
-            f"SELECT {', '.join(_SESSION_COLUMNS)} FROM sessions FINAL "
-            "WHERE started_at >= {since:DateTime64(3, 'UTC')} AND started_at < {until:DateTime64(3, 'UTC')} "
+            f"SELECT {', '.join(_SESSION_COLUMNS)} FROM sessions FINAL WHERE person = {{person:String}} "
+            "AND started_at >= {since:DateTime64(3, 'UTC')} AND started_at < {until:DateTime64(3, 'UTC')} "
             "ORDER BY started_at"
         )
+        window = {"since": as_stored(since), "until": as_stored(until), "person": person}
         with self._translated("reading sessions"):
-            rows = self._client.query(
-                sql, parameters={"since": as_stored(since), "until": as_stored(until)}
-            ).result_rows
+            rows = self._client.query(sql, parameters=window).result_rows
         found = []
         for row in rows:
             values = dict(zip(_SESSION_COLUMNS, row, strict=True))

@@ -8,9 +8,9 @@ well (AUC 0.94) but gave even used memories 0.04–0.38 (DESIGN §7).
 
 Without a model (no ``llm_url``) verdicts come from citations alone: cited → used, anything else
 → unclear (method ``no-model``). Unclear never counts towards suppression, so without a model
-nothing is ever suppressed. An endpoint that gives no log-probabilities answers with its letter:
-"yes" is ``decision_fallback_confidence`` and "no" leaves the rest, which lands in unclear unless
-that setting is set above 0.97.
+nothing is ever suppressed. An endpoint that gives no log-probabilities gives no probability
+either, only its letter: "yes" is used, "no" is unclear (method ``answer``) — a bare "no" is not
+evidence enough to stop injecting a memory.
 """
 
 from __future__ import annotations
@@ -69,6 +69,8 @@ class Auditor:
         )
         decision = self._decisions.ask(USED, context)
         probability = decision.probabilities["yes"]
+        if decision.method == "answer":  # no probabilities: only the letter the model wrote
+            return Judgement("used" if decision.answered == "yes" else "unclear", probability, "answer")
         return Judgement(verdict_of(probability), probability, decision.method)
 
 

@@ -19,6 +19,7 @@ class SessionState:
     workspace: str  # workspace:<id>
     turn: int = 0
     tokens: int = 0  # injected so far
+    blocks: int = 0  # injected so far
     injected: set[str] = field(default_factory=set)  # memories this session has received
     by_turn: dict[int, list[str]] = field(default_factory=dict)
     episodes: set[str] = field(default_factory=set)  # episode ids known to be of this session
@@ -38,6 +39,7 @@ class SessionState:
             state.answered.add(history.answered_turn)
         for row in history.injected:
             state.tokens += row.tokens
+            state.blocks = max(state.blocks, row.block)
             if row.memory:
                 state.injected.add(row.memory)
                 # Turns up to the last answered one were audited then (answers start at turn 1;

@@ -37,9 +37,9 @@ def from_store(store: ClickHouseStore, person: str, since: datetime, until: date
     """The store's part (run where store calls run, one at a time)."""
     days = [
         StatsDay(day=d, injected=i, tokens=t, sessions=s, used=u, unused=n, unclear=c)
-        for d, i, t, s, u, n, c in store.usage_by_day(since, until)
+        for d, i, t, s, u, n, c in store.usage_by_day(person, since, until)
     ]
-    sessions = store.sessions_between(since, until)
+    sessions = store.sessions_between(person, since, until)
     injected = store.injected_tokens([s.id for s in sessions])
     return StoreFigures(days, sessions, injected, sorted(store.suppressed(person, until)))
 
