@@ -112,12 +112,12 @@ class HookService:
             await self._end(session_id, client, payload)
             self.service.distil(session_id)  # no need to wait for the session to go quiet
             return ""
+        if event == "UserPromptSubmit":
+            return await self._prompt(session_id, client, payload, live)
         state = await self._session(session_id, client, payload)
         match event:
             case "SessionStart":
                 return await self._start(state, payload) if live else ""
-            case "UserPromptSubmit":
-                return await self._prompt(state, payload, live)
             case "PostToolUse":
                 await self._tool_result(state, payload)
             case "Stop":
@@ -277,28 +277,34 @@ class HookService:
         found.sort(key=lambda m: (-uses.get(m.id, 0), START_ORDER.get(m.type, 9)))
         return await self._inject(state, "SessionStart", found)
 
-    async def _prompt(self, state: SessionState, payload: Mapping[str, Any], live: bool) -> str:
+    async def _prompt(self, session_id: str, client: str, payload: Mapping[str, Any], live: bool) -> str:
         prompt = str(payload.get("prompt") or "")
         if not transcripts.is_person_prompt(prompt):  # e.g. a background task's <task-notification>
             return ""
-        state.turn += 1  # hosts do not retry hooks; a prompt sent again is a turn of its own
-        state.prompts[state.turn] = prompt
         question = strip_injected(prompt).strip()[:MAX_QUERY_CHARS]
+        person = self._settings.namespace_of_person
+        # The host waits on this hook: the question is embedded and ranked while the session is
+        # loaded and the prompt's episode stored, in the namespaces the cwd names (a session that
+        # was registered in another workspace is asked again below).
+        guessed = [workspace_namespace(str(payload.get("cwd") or "/")), person]
         found: list[Memory] = []
 
         async def recall() -> None:
             nonlocal found
             if question and live:
-                found = await self.service.related_current(
-                    question, [state.workspace, state.person], CANDIDATES
-                )
+                found = await self.service.related_current(question, guessed, CANDIDATES)
 
-        # The prompt's episode is stored while the question is embedded and ranked: the host waits
-        # for the longer of the two, not their sum.
         async with anyio.create_task_group() as tg:
             tg.start_soon(recall)
+            state = await self._session(session_id, client, payload)
+            state.turn += 1  # hosts do not retry hooks; a prompt sent again is a turn of its own
+            state.prompts[state.turn] = prompt
             await self._record(state, "prompt", prompt, Role.USER, self._settings.person, payload)
-        return await self._inject(state, "UserPromptSubmit", found) if live else ""
+        if not live:
+            return ""
+        if question and [state.workspace, state.person] != guessed:
+            found = await self.service.related_current(question, [state.workspace, state.person], CANDIDATES)
+        return await self._inject(state, "UserPromptSubmit", found)
 
     async def _tool_result(self, state: SessionState, payload: Mapping[str, Any]) -> None:
         tool = str(payload.get("tool_name") or "tool")

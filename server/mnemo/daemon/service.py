@@ -72,6 +72,8 @@ T = TypeVar("T")
 MAX_BATCH_EPISODES = 5_000
 EMBED_BATCH = 16
 QUIET_S = 0.3  # the background embedding waits this long after the last question
+BUSY_S = 5.0  # and embeds BUSY_BATCH at a time when the last question is more recent than this
+BUSY_BATCH = 2
 BUILD_PAGE_ROWS = 5_000
 KEY_PAGE_ROWS = 50_000
 
@@ -399,11 +401,15 @@ class MemoryService:
         while True:
             await self._backlog_added.wait()
             self._backlog_added = anyio.Event()
-            while items := self.engine.take_backlog(EMBED_BATCH):
+            while self.engine.backlog:
                 # Questions first: a batch waits until no question has come for QUIET_S, so a hook
-                # does not share the 2 cores with the embedding of the episode it just recorded.
+                # does not share the 2 cores with the embedding of the episode it just recorded;
+                # while questions keep coming, batches are small, so the next one waits less.
                 while (quiet := time.monotonic() - self._last_question) < QUIET_S:
                     await anyio.sleep(QUIET_S - quiet)
+                items = self.engine.take_backlog(EMBED_BATCH if quiet >= BUSY_S else BUSY_BATCH)
+                if not items:
+                    break
                 vectors = await anyio.to_thread.run_sync(
                     embedder.embed_documents, [text for _, _, text in items], limiter=self._embedder_limiter
                 )
