@@ -3,11 +3,14 @@ temporary directory, and a scripted OpenAI-compatible model server."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +19,9 @@ import pytest
 
 from mnemo.config import Settings, load_settings
 from mnemo.daemon.launcher import stop_daemon
+from mnemo.paths import SPAWNED_NAME
 from mnemo.store import ClickHouseStore, open_store
+from tests.helpers import process_stat
 from tests.llm_server import LLMServer, running_llm_server
 
 BIN = Path(sys.executable).parent
@@ -73,8 +78,25 @@ def home() -> Iterator[Home]:
     finally:
         try:
             stop_daemon(settings)
+            _stop_hook_spawned(settings)
         finally:
             shutil.rmtree(path, ignore_errors=True)
+
+
+def _stop_hook_spawned(settings: Settings) -> None:
+    """A daemon a hook started at the end of a test may not have written its pid file yet."""
+    try:
+        pid = int((settings.run_dir / SPAWNED_NAME).read_text())
+    except (FileNotFoundError, ValueError):
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            os.kill(pid, 0)  # ProcessLookupError once it is gone
+            if process_stat(pid)[0] == "Z":
+                return
+            time.sleep(0.05)
 
 
 @pytest.fixture

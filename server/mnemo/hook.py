@@ -22,7 +22,7 @@ import os
 import sys
 import time
 
-from mnemo.paths import Layout, hook_timeout_override, is_locked, layout
+from mnemo.paths import SPAWNED_NAME, Layout, hook_timeout_override, is_locked, layout
 
 # Seconds the daemon may take, per event: inside the hosts' limits with room to spare (SessionEnd
 # has 1.5 s in Claude Code). MNEMO_HOOK_TIMEOUT_S overrides them all.
@@ -52,6 +52,8 @@ def main(argv: list[str]) -> int:
         data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
         if len(data) > MAX_INPUT_BYTES:
             raise ValueError(f"hook input over {MAX_INPUT_BYTES:,} bytes")
+        if not data.lstrip().startswith(b"{"):
+            raise ValueError("the hook input is not a JSON object")
         if event == "PreToolUse":
             import json  # noqa: PLC0415 - 6 ms; the other events pass the input through unparsed
 
@@ -185,7 +187,7 @@ def _start_daemon(where: Layout) -> None:
         return
     # Nor when another hook started one moments ago (before that daemon could take its lock):
     # the marker is created exclusively, so of hooks racing here one spawns.
-    marker = os.path.join(where.run_dir, "hook-spawned")
+    marker = os.path.join(where.run_dir, SPAWNED_NAME)
     os.makedirs(where.run_dir, mode=0o700, exist_ok=True)
     try:
         if time.time() - os.path.getmtime(marker) < SPAWN_GRACE_S:
@@ -194,13 +196,12 @@ def _start_daemon(where: Layout) -> None:
     except FileNotFoundError:
         pass
     try:
-        os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         return
-
     os.makedirs(where.log_dir, mode=0o700, exist_ok=True)
     with open(os.path.join(where.log_dir, "daemon.stderr.log"), "ab") as log:
-        subprocess.Popen(
+        child = subprocess.Popen(
             [sys.executable, "-m", "mnemo.daemon"],
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -209,6 +210,8 @@ def _start_daemon(where: Layout) -> None:
             close_fds=True,
             cwd="/",
         )
+    os.write(fd, f"{child.pid}\n".encode())  # who was started (before it writes its pid file)
+    os.close(fd)
 
 
 def _note(where: Layout, line: str) -> None:
