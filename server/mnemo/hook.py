@@ -57,7 +57,7 @@ def main(argv: list[str]) -> int:
         if event == "PreToolUse":
             import json  # noqa: PLC0415 - 6 ms; the other events pass the input through unparsed
 
-            out = plan_mode_denial(json.loads(data or b"{}"), client)
+            out = plan_mode_denial(json.loads(data or b"{}"))
         else:
             deadline = started + _deadline_s(event)
             out = _ask_daemon(where, event, client, data, deadline)
@@ -85,7 +85,7 @@ def _deadline_s(event: str) -> float:
     return DEADLINES_S[event] if override is None else override
 
 
-def plan_mode_denial(payload: dict[str, object], client: str) -> str:
+def plan_mode_denial(payload: dict[str, object]) -> str:
     """The PreToolUse answer: deny mnemo's write tools in plan mode, else nothing (allowed)."""
     tool = str(payload.get("tool_name") or "")
     if payload.get("permission_mode") != "plan" or not tool.startswith("mcp__"):

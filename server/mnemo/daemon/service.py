@@ -182,6 +182,7 @@ class MemoryService:
         self._journal_replayed = anyio.Event()
         self.started_at = utc_now()
         self._last_question = 0.0
+        self._embedding_in_flight = 0
         self._started_monotonic = time.monotonic()
 
     @property
@@ -221,7 +222,7 @@ class MemoryService:
             entities=counts.entities,
             embedder=self.engine.embedder.model_id if self.engine.embedder else "none",
             index_ready=self._index_ready.is_set(),
-            embedding_backlog=self.engine.backlog,
+            embedding_backlog=self.engine.backlog + self._embedding_in_flight,
             language_model=ModelStatus(
                 endpoint=redact_dsn(self._settings.llm_url),
                 model=self._settings.llm_model,
@@ -410,23 +411,29 @@ class MemoryService:
                 items = self.engine.take_backlog(EMBED_BATCH if quiet >= BUSY_S else BUSY_BATCH)
                 if not items:
                     break
-                vectors = await anyio.to_thread.run_sync(
-                    embedder.embed_documents, [text for _, _, text in items], limiter=self._embedder_limiter
-                )
-                keys = [split_key(key) for _, key, _ in items]
+                self._embedding_in_flight = len(items)  # still "waiting for vectors" in status
                 try:
-                    await self.call_store(self._store.put_embeddings, embedder.model_id, keys, vectors)
-                except MnemoError:
-                    logger.exception(
-                        "storing %d embeddings failed; they are recomputed at next start", len(keys)
-                    )
-                self.engine.put_vectors([(name, key) for name, key, _ in items], vectors)
+                    await self._embed(embedder, items)
+                finally:
+                    self._embedding_in_flight = 0
+
+    async def _embed(self, embedder: Embedder, items: list[tuple[str, str, str]]) -> None:
+        vectors = await anyio.to_thread.run_sync(
+            embedder.embed_documents, [text for _, _, text in items], limiter=self._embedder_limiter
+        )
+        keys = [split_key(key) for _, key, _ in items]
+        try:
+            await self.call_store(self._store.put_embeddings, embedder.model_id, keys, vectors)
+        except MnemoError:
+            logger.exception("storing %d embeddings failed; they are recomputed at next start", len(keys))
+        self.engine.put_vectors([(name, key) for name, key, _ in items], vectors)
 
     @property
     def is_busy(self) -> bool:
         """Work that should keep the daemon alive: pending writes, an embedding backlog, a batch
         being distilled (a session waiting for a model that is down does not keep it alive)."""
-        return self.writer.pending > 0 or self.engine.backlog > 0 or self.distilling.is_busy
+        busy_embedding = self.engine.backlog > 0 or self._embedding_in_flight > 0
+        return self.writer.pending > 0 or busy_embedding or self.distilling.is_busy
 
     async def append(self, incoming: Sequence[EpisodeIn]) -> list[AppendResult]:
         """Store each acceptable episode; refused ones come back with ``error`` and are not stored."""
