@@ -32,12 +32,13 @@ CWD = "/srv/checkout"  # not a repository: its workspace is the directory itself
 WORKSPACE = f"workspace:{CWD}"
 
 
-def hook(home: Home, event: str, payload: dict[str, Any], **env: str) -> tuple[str, float, int]:
-    """Run the hook process as a host does; return its stdout, wall time and exit code."""
+def hook(home: Home, event: str, payload: dict[str, Any] | str, **env: str) -> tuple[str, float, int]:
+    """Run the hook process as a host does (``payload`` as a str: raw input); return its stdout,
+    wall time and exit code."""
     started = time.monotonic()
     done = subprocess.run(
         [str(BIN / "mnemo-mcp"), "hook", event],
-        input=json.dumps(payload),
+        input=payload if isinstance(payload, str) else json.dumps(payload),
         env={**home.env, **env},
         capture_output=True,
         text=True,
@@ -153,26 +154,10 @@ def test_a_daemon_that_does_not_answer_in_time_costs_the_deadline_and_no_output(
 
 
 def test_bad_input_exits_0_silently_and_is_logged(home: Home) -> None:
-    done = subprocess.run(
-        [str(BIN / "mnemo-mcp"), "hook", "UserPromptSubmit"],
-        input="not json",
-        env=home.env,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    assert (done.returncode, done.stdout) == (0, "")
-    done = subprocess.run(
-        [str(BIN / "mnemo-mcp"), "hook", "NoSuchEvent"],
-        input="{}",
-        env=home.env,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    assert (done.returncode, done.stdout) == (0, "")
+    stdout, _, code = hook(home, "UserPromptSubmit", "not json")
+    assert (code, stdout) == (0, "")
+    stdout, _, code = hook(home, "NoSuchEvent", "{}")
+    assert (code, stdout) == (0, "")
     assert "usage: mnemo-mcp hook" in (home.settings.log_dir / "hooks.log").read_text()
 
 

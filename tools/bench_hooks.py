@@ -25,9 +25,8 @@ import time
 from pathlib import Path
 
 import anyio
-import numpy as np
 
-from bench_recall import QUESTIONS, generate, load_store, noisy_vectors, percentiles
+from bench_recall import QUESTIONS, index_built, load_store, percentiles, synthetic
 from mnemo.config import load_settings
 from mnemo.daemon.client import DaemonClient
 from mnemo.daemon.launcher import stop_daemon
@@ -62,11 +61,7 @@ def main() -> None:
 
     env_base = {**os.environ, "MNEMO_EMBEDDER": args.embedder}
     embedder = load_embedder(load_settings(env_base))
-    memories, pool_index, pool = generate(args.memories)
-    vectors = None
-    if embedder is not None:
-        base = np.concatenate([embedder.embed_documents(pool[i : i + 64]) for i in range(0, len(pool), 64)])
-        vectors = noisy_vectors(base, pool_index)
+    memories, vectors = synthetic(args.memories, embedder)
     model = embedder.model_id if embedder else "none"
     print(f"== {args.memories:,} memories, embedder {model}, {args.gap_ms:g} ms between prompts")
 
@@ -78,8 +73,7 @@ def main() -> None:
         async def warm() -> None:
             async with DaemonClient(settings) as client:
                 started = time.perf_counter()
-                while not (await client.status()).index_ready:
-                    await anyio.sleep(0.2)
+                await index_built(client)
                 print(f"daemon start + index build {time.perf_counter() - started:.1f} s")
 
         try:

@@ -41,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemo.config import Settings, load_settings
+from mnemo.daemon.api import Status
 from mnemo.daemon.client import DaemonClient
 from mnemo.daemon.launcher import stop_daemon
 from mnemo.embed import Embedder, load_embedder
@@ -168,6 +169,23 @@ def noisy_vectors(base: npt.NDArray[np.float32], index: list[int], seed: int = 2
     return out
 
 
+def synthetic(n: int, embedder: Embedder | None) -> tuple[list[Memory], npt.NDArray[np.float32] | None]:
+    """``n`` generated memories and their vectors (None without an embedder)."""
+    memories, pool_index, pool = generate(n)
+    if embedder is None:
+        return memories, None
+    base = np.concatenate([embedder.embed_documents(pool[i : i + 64]) for i in range(0, len(pool), 64)])
+    return memories, noisy_vectors(base, pool_index)
+
+
+async def index_built(client: DaemonClient) -> Status:
+    """Wait (an hour at most) until the daemon has built its index from the store."""
+    with anyio.fail_after(3600):
+        while not (status := await client.status()).index_ready:
+            await anyio.sleep(0.2)
+    return status
+
+
 def percentiles(samples: list[float]) -> tuple[float, float]:
     ordered = sorted(samples)
     return statistics.median(ordered), ordered[max(0, int(0.95 * len(ordered)) - 1)]
@@ -209,12 +227,8 @@ def bench(size: int, embedder_id: str, runs: int, rounds: int, ranking_only: boo
     settings_env = {**os.environ, "MNEMO_EMBEDDER": embedder_id}
     embedder = load_embedder(load_settings(settings_env))
     started = time.perf_counter()
-    memories, pool_index, pool = generate(size)
-    vectors = None
-    if embedder is not None:
-        base = np.concatenate([embedder.embed_documents(pool[i : i + 64]) for i in range(0, len(pool), 64)])
-        vectors = noisy_vectors(base, pool_index)
-    print(f"generated in {time.perf_counter() - started:.1f} s ({len(pool):,} distinct texts embedded)")
+    memories, vectors = synthetic(size, embedder)
+    print(f"generated in {time.perf_counter() - started:.1f} s ({POOL_SIZE:,} distinct texts embedded)")
     questions = QUESTIONS * (runs // len(QUESTIONS) + 1)
     now = datetime.now(UTC)
 
@@ -258,9 +272,7 @@ def bench(size: int, embedder_id: str, runs: int, rounds: int, ranking_only: boo
         async def through_daemon() -> None:
             async with DaemonClient(settings) as client:
                 started = time.perf_counter()
-                with anyio.fail_after(3600):
-                    while not (status := await client.status()).index_ready:
-                        await anyio.sleep(0.2)
+                status = await index_built(client)
                 print(
                     f"daemon start + index build {time.perf_counter() - started:.1f} s, "
                     f"daemon RSS {rss_mb(status.pid):,.0f} MB, backlog {status.embedding_backlog}"

@@ -36,7 +36,7 @@ import anyio.to_thread
 from mnemo import transcripts
 from mnemo.clock import utc_now
 from mnemo.daemon.api import Stats
-from mnemo.daemon.service import MemoryService
+from mnemo.daemon.service import MemoryService, with_waiting
 from mnemo.episodes import EpisodeIn, Role, clip_text
 from mnemo.errors import InputError
 from mnemo.injected import strip_injected
@@ -172,12 +172,7 @@ class HookService:
         state in memory already counts them); a daemon killed in between forgets those rows only."""
         async with self._ledger_send, self._ledger_receive:
             async for rows in self._ledger_receive:
-                batch = list(rows)
-                while True:
-                    try:
-                        batch += self._ledger_receive.receive_nowait()
-                    except (anyio.WouldBlock, anyio.EndOfStream):
-                        break
+                batch = with_waiting(self._ledger_receive, list(rows))
                 injections = [r for r in batch if isinstance(r, InjectionRow)]
                 sessions = [r for r in batch if isinstance(r, SessionRow)]
                 try:
@@ -231,35 +226,31 @@ class HookService:
         # What this daemon journaled (or replayed) must be in the store before the history is read.
         await self.service.journal_flushed()
         row, history = await self.service.call_store(self.store.session_state, session_id)
-        person = self._settings.namespace_of_person
-        cwd = str(payload.get("cwd") or "")
         if row is None:
-            transcript = str(payload.get("transcript_path") or "")
-            row = SessionRow(
-                session_id, client, person, workspace_namespace(cwd or "/"), cwd, transcript, self._clock()
-            )
+            row = self._new_row(session_id, client, payload)
             self._later([row])
+        person = self._settings.namespace_of_person
         state = SessionState.resumed(session_id, client, person, row.workspace, history)
         state.row = row
         return self._book.put(state)
+
+    def _new_row(self, session_id: str, client: str, payload: Mapping[str, Any]) -> SessionRow:
+        """The row of a session seen for the first time."""
+        cwd = str(payload.get("cwd") or "")
+        transcript = str(payload.get("transcript_path") or "")
+        person = self._settings.namespace_of_person
+        return SessionRow(
+            session_id, client, person, workspace_namespace(cwd or "/"), cwd, transcript, self._clock()
+        )
 
     async def _end(self, session_id: str, client: str, payload: Mapping[str, Any]) -> None:
         state = self._book.get(session_id)
         row = state.row if state is not None else None
         if row is None:
             row, _ = await self.service.call_store(self.store.session_state, session_id)
-        now = self._clock()
         if row is None:
-            cwd = str(payload.get("cwd") or "")
-            row = SessionRow(
-                session_id,
-                client,
-                self._settings.namespace_of_person,
-                workspace_namespace(cwd or "/"),
-                cwd,
-                "",
-                now,
-            )
+            row = self._new_row(session_id, client, payload)
+        now = self._clock()
         self._later(
             [dataclasses.replace(row, ended_at=now, end_reason=str(payload.get("reason") or "")[:200])]
         )
@@ -320,7 +311,6 @@ class HookService:
             return
         turn = state.turn
         await self._record(state, "answer", answer, Role.ASSISTANT, "assistant", payload)
-        state.answered.add(turn)
         audited = [m for t in sorted(state.by_turn) if t <= turn for m in state.by_turn.pop(t)]
         if audited:
             redact = self.service.redact

@@ -23,6 +23,7 @@ import anyio.from_thread
 import anyio.to_thread
 import numpy as np
 import numpy.typing as npt
+from anyio.streams.memory import MemoryObjectReceiveStream
 
 from mnemo import __version__
 from mnemo.clock import utc_now
@@ -55,7 +56,7 @@ from mnemo.episodes import (
 from mnemo.errors import MnemoError, NotFoundError, NotReadyError
 from mnemo.index.engine import Ranked
 from mnemo.index.entities import entity_key
-from mnemo.index.live import Question, RecallEngine, is_related, passage_key, split_key
+from mnemo.index.live import Question, RecallEngine, passage_key, split_key
 from mnemo.memories import EntityRef, Memory, MemoryStatus, Origin, RememberRequest, forgotten
 from mnemo.recall import (
     EpisodeHit,
@@ -76,6 +77,19 @@ BUSY_S = 5.0  # and embeds BUSY_BATCH at a time when the last question is more r
 BUSY_BATCH = 2
 BUILD_PAGE_ROWS = 5_000
 KEY_PAGE_ROWS = 50_000
+
+
+def with_waiting(
+    receive: MemoryObjectReceiveStream[list[T]], batch: list[T], limit: int | None = None
+) -> list[T]:
+    """``batch`` extended with the lists already waiting in ``receive`` (until ``limit`` items):
+    what arrived while the last batch was being written goes in one write."""
+    while limit is None or len(batch) < limit:
+        try:
+            batch += receive.receive_nowait()
+        except (anyio.WouldBlock, anyio.EndOfStream):
+            break
+    return batch
 
 
 @dataclass(slots=True)
@@ -358,12 +372,7 @@ class MemoryService:
         try:
             async with self._journaled_send, self._journaled_receive:
                 async for first in self._journaled_receive:
-                    batch = list(first)
-                    while len(batch) < MAX_BATCH_EPISODES:
-                        try:
-                            batch += self._journaled_receive.receive_nowait()
-                        except (anyio.WouldBlock, anyio.EndOfStream):
-                            break
+                    batch = with_waiting(self._journaled_receive, list(first), MAX_BATCH_EPISODES)
                     await self._commit_journaled(batch)
         finally:
             self.journal.close()
@@ -522,9 +531,7 @@ class MemoryService:
             return question, found
 
         question, found = await anyio.to_thread.run_sync(find, limiter=self._embedding_limiter())
-        embedder = self.engine.embedder
-        related_cosine = embedder.related_cosine if embedder is not None else None
-        if any(is_related(f, related_cosine) for f in found):
+        if any(self.engine.is_related(f) for f in found):
             hits = []
             for f in found:
                 memory = self.engine.memory(f.owner)
@@ -553,9 +560,7 @@ class MemoryService:
             )
 
         found = await anyio.to_thread.run_sync(find, limiter=self._embedding_limiter())
-        embedder = self.engine.embedder
-        related_cosine = embedder.related_cosine if embedder is not None else None
-        memories = (self.engine.memory(f.owner) for f in found if is_related(f, related_cosine))
+        memories = (self.engine.memory(f.owner) for f in found if self.engine.is_related(f))
         return [m for m in memories if m is not None]
 
     def _understand(self, text: str) -> Question:

@@ -323,6 +323,11 @@ class RecallEngine:
             )
         )
 
+    def is_related(self, found: Ranked) -> bool:
+        """Whether a memory hit answers the question, by this engine's embedder's threshold."""
+        embedder = self.embedder
+        return is_related(found, embedder.related_cosine if embedder is not None else None)
+
 
 def is_related(found: Ranked, related_cosine: float | None) -> bool:
     """Whether a memory hit answers enough that recall need not go down to episodes.

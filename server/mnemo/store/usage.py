@@ -89,17 +89,21 @@ class UsageTables:
                 "sessions", [[*astuple(row), time.time_ns()]], column_names=[*_SESSION_COLUMNS, "version"]
             )
 
+    def _sessions(self, where: str, parameters: dict[str, Any], order: str) -> list[SessionRow]:
+        sql = f"SELECT {', '.join(_SESSION_COLUMNS)} FROM sessions FINAL WHERE {where} ORDER BY {order}"
+        with self._translated("reading sessions"):
+            rows = self._client.query(sql, parameters=parameters).result_rows
+        found = []
+        for row in rows:
+            values = dict(zip(_SESSION_COLUMNS, row, strict=True))
+            values["started_at"] = as_stored(values["started_at"])
+            values["ended_at"] = as_stored(values["ended_at"]) if values["ended_at"] is not None else None
+            found.append(SessionRow(**values))
+        return found
+
     def get_session(self, session: str) -> SessionRow | None:
-        sql = f"SELECT {', '.join(_SESSION_COLUMNS)} FROM sessions FINAL WHERE id = {{id:String}}"
-        with self._translated("reading a session"):
-            rows = self._client.query(sql, parameters={"id": session}).result_rows
-        if not rows:
-            return None
-        values = dict(zip(_SESSION_COLUMNS, rows[0], strict=True))
-        values["started_at"] = as_stored(values["started_at"])
-        if values["ended_at"] is not None:
-            values["ended_at"] = as_stored(values["ended_at"])
-        return SessionRow(**values)
+        found = self._sessions("id = {id:String}", {"id": session}, "id")
+        return found[0] if found else None
 
     def session_state(self, session: str) -> tuple[SessionRow | None, SessionHistory]:
         """The session's row and history: what a daemon needs to pick a session up."""
@@ -214,21 +218,12 @@ class UsageTables:
 
     def sessions_between(self, person: str, since: datetime, until: datetime) -> list[SessionRow]:
         """``person``'s sessions that started in [since, until)."""
-        sql = (
-            f"SELECT {', '.join(_SESSION_COLUMNS)} FROM sessions FINAL WHERE person = {{person:String}} "
-            "AND started_at >= {since:DateTime64(3, 'UTC')} AND started_at < {until:DateTime64(3, 'UTC')} "
-            "ORDER BY started_at"
+        where = (
+            "person = {person:String} AND started_at >= {since:DateTime64(3, 'UTC')} "
+            "AND started_at < {until:DateTime64(3, 'UTC')}"
         )
         window = {"since": as_stored(since), "until": as_stored(until), "person": person}
-        with self._translated("reading sessions"):
-            rows = self._client.query(sql, parameters=window).result_rows
-        found = []
-        for row in rows:
-            values = dict(zip(_SESSION_COLUMNS, row, strict=True))
-            values["started_at"] = as_stored(values["started_at"])
-            values["ended_at"] = as_stored(values["ended_at"]) if values["ended_at"] is not None else None
-            found.append(SessionRow(**values))
-        return found
+        return self._sessions(where, window, "started_at")
 
     def use_counts(self, person: str) -> dict[str, int]:
         """How many turns used each memory, for ``person`` (memories never used are absent)."""

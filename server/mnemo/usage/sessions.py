@@ -25,7 +25,6 @@ class SessionState:
     episodes: set[str] = field(default_factory=set)  # episode ids known to be of this session
     elsewhere: set[str] = field(default_factory=set)  # episode ids known to be of other sessions
     prompts: dict[int, str] = field(default_factory=dict)  # the person's prompt, per turn (audit)
-    answered: set[int] = field(default_factory=set)  # turns whose final answer is recorded
     row: SessionRow | None = None  # as recorded in the store's sessions table
 
     @classmethod
@@ -33,10 +32,8 @@ class SessionState:
         cls, id: str, client: str, person: str, workspace: str, history: SessionHistory
     ) -> SessionState:
         state = cls(id, client, person, workspace, turn=history.turn, episodes=set(history.episode_ids))
-        if history.last_prompt:
-            state.prompts[history.turn] = history.last_prompt  # a retried prompt stays in its turn
-        if history.answered_turn:
-            state.answered.add(history.answered_turn)
+        if history.last_prompt:  # the audit of a turn answered after the restart shows its prompt
+            state.prompts[history.turn] = history.last_prompt
         for row in history.injected:
             state.tokens += row.tokens
             state.blocks = max(state.blocks, row.block)
