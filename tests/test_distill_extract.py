@@ -10,14 +10,15 @@ import pytest
 from mnemo.distill.extract import ATTEMPTS, ExtractionError, extract, transcript
 from mnemo.distill.llm import LLM
 from mnemo.distill.meter import TokenMeter
-from mnemo.episodes import Episode, EpisodeIn, EpisodeIntake, NoRedaction, Role
+from mnemo.episodes import Episode, EpisodeIn, EpisodeIntake, Role
 from mnemo.injected import strip_injected
 from mnemo.memories import MemoryType
+from mnemo.secrets import SecretRedactor
 from mnemo.store import ClickHouseStore
 from tests.conftest import Home
 from tests.llm_server import LLMServer
 
-INTAKE = EpisodeIntake(max_chars=100_000, default_namespace="workspace:shop", redactor=NoRedaction())
+INTAKE = EpisodeIntake(max_chars=100_000, default_namespace="workspace:shop", redactor=SecretRedactor())
 
 
 def _episodes(*lines: tuple[str, Role, str]) -> list[Episode]:

@@ -23,10 +23,11 @@ from mnemo.distill.meter import TokenMeter
 from mnemo.distill.writer import Distiller
 from mnemo.embed import load_embedder
 from mnemo.embed.fallback import FALLBACK_ID
-from mnemo.episodes import EpisodeIn, EpisodeIntake, NoRedaction, Role
+from mnemo.episodes import EpisodeIn, EpisodeIntake, Role
 from mnemo.errors import TokenCapError
 from mnemo.index.live import RecallEngine
 from mnemo.memories import MemoryStatus
+from mnemo.secrets import SecretRedactor
 from mnemo.store import ClickHouseStore
 from tests.conftest import Home
 from tests.helpers import GEMMA, HAS_GEMMA, MODELS_DIR, Clock
@@ -72,7 +73,7 @@ def _script(server: LLMServer) -> None:
 
 
 def _record(store: ClickHouseStore, numbers: Iterator[int] | list[int]) -> None:
-    intake = EpisodeIntake(max_chars=100_000, default_namespace="workspace:shop", redactor=NoRedaction())
+    intake = EpisodeIntake(max_chars=100_000, default_namespace="workspace:shop", redactor=SecretRedactor())
     for number in numbers:
         day = START + timedelta(days=number)
         episodes = []

@@ -142,8 +142,15 @@ async def test_bad_arguments_and_unknown_ids_are_tool_errors_naming_the_problem(
         assert "no episode has the id 'nope'" in missing
         neither = error_text(await client.call_tool("recall_episode", {}))
         assert "give an episode id, a session, or a query" in neither
-        keep = error_text(await client.call_tool("keep", {"scope": "user", "action": "add", "content": "x"}))
-        assert "not available yet" in keep
+        keep = error_text(
+            await client.call_tool("keep", {"scope": "user", "action": "remove", "old_text": "x"})
+        )
+        assert "no entry of the user set contains 'x'" in keep
+        token = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+        leak = error_text(
+            await client.call_tool("keep", {"scope": "user", "action": "add", "content": token})
+        )
+        assert "github-token" in leak and token not in leak
         # The server still works after all of these.
         ok = structured(
             await client.call_tool("remember", {"content": "Tabs, not spaces, in Makefiles", "type": "fact"})

@@ -17,9 +17,9 @@ import pytest
 from mnemo.daemon.hooks import HookService
 from mnemo.daemon.service import MemoryService
 from mnemo.embed import load_embedder
-from mnemo.episodes import NoRedaction
 from mnemo.memories import MemoryType, RememberRequest
 from mnemo.recall import RecallRequest
+from mnemo.secrets import SecretRedactor
 from mnemo.store import open_store
 from mnemo.usage.audit import UNUSED_BELOW, USED_AT, verdict_of
 from mnemo.usage.budget import estimate_tokens
@@ -40,7 +40,7 @@ async def hook_service(home: Home, llm_url: str | None, clock: Clock) -> AsyncIt
     settings = home.with_env(**env).settings
     store = open_store(settings.store)
     try:
-        service = MemoryService(store, settings, NoRedaction(), load_embedder(settings))
+        service = MemoryService(store, settings, SecretRedactor(), load_embedder(settings))
         hooks = HookService(service, clock=clock)
         async with anyio.create_task_group() as tg:
             tg.start_soon(service.writer.run)

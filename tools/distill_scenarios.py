@@ -32,8 +32,9 @@ from mnemo.distill.llm import LLM
 from mnemo.distill.meter import TokenMeter
 from mnemo.distill.writer import Distiller
 from mnemo.embed import load_embedder
-from mnemo.episodes import EpisodeIn, EpisodeIntake, NoRedaction, Role
+from mnemo.episodes import EpisodeIn, EpisodeIntake, Role
 from mnemo.index.live import RecallEngine
+from mnemo.secrets import SecretRedactor
 from mnemo.store import ClickHouseStore, open_store
 
 DATA = Path(__file__).parents[1] / "tests" / "data" / "deploy_day.json"
@@ -59,7 +60,7 @@ class Run:
         self.engine = RecallEngine(load_embedder(settings))
         self.distiller = Distiller(store, self.engine, llm, DecisionModel(llm, settings))
         self.intake = EpisodeIntake(
-            max_chars=100_000, default_namespace="workspace:shop", redactor=NoRedaction()
+            max_chars=100_000, default_namespace="workspace:shop", redactor=SecretRedactor()
         )
         self.failures: list[str] = []
 

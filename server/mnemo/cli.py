@@ -1,4 +1,4 @@
-"""The ``mnemo`` command: remember, recall, recall-episode, forget, import, status, stats,
+"""The ``mnemo`` command: remember, recall, recall-episode, forget, keep, import, status, stats,
 distill, judge-log, models, daemon.
 
 With ``--json``, recall and recall-episode print exactly the structured output of the MCP tools
@@ -22,6 +22,8 @@ from pydantic import BaseModel
 
 from mnemo import __version__, transcripts
 from mnemo.config import Settings, load_settings
+from mnemo.curated import FILE_PATH, KeepScope, parse_file, render_file
+from mnemo.daemon.api import KeepImportRequest, KeepRequest
 from mnemo.daemon.client import DaemonClient
 from mnemo.daemon.launcher import daemon_pid, ensure_daemon, ping, stop_daemon
 from mnemo.episodes import Episode
@@ -30,6 +32,7 @@ from mnemo.importer import DEFAULT_BATCH_LINES, TranscriptReport, import_jsonl, 
 from mnemo.memories import EntityIn, Memory, MemoryType, RememberRequest
 from mnemo.recall import EpisodesResult, RecallEpisodeRequest, RecallRequest, RecallResult
 from mnemo.usage.stats import render_html
+from mnemo.workspace import repo_root, workspace_namespace
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -104,6 +107,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--batch-lines", type=int, default=DEFAULT_BATCH_LINES, help=argparse.SUPPRESS)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    p = commands.add_parser(
+        "keep", help="the curated sets injected at every session start: list, edit, export, import"
+    )
+    actions = p.add_subparsers(dest="action", metavar="ACTION")
+    keep_actions = {
+        "list": ("show both sets (the default)", []),
+        "add": ("add an entry", ["entry"]),
+        "replace": ("replace the entry holding OLD_TEXT", ["old_text", "entry"]),
+        "remove": ("remove the entry holding OLD_TEXT", ["old_text"]),
+        "export": (f"write the project set to {FILE_PATH} in the repository", []),
+        "import": (f"make {FILE_PATH} in the repository the project set", []),
+    }
+    for name, (help_text, positionals) in keep_actions.items():
+        a = actions.add_parser(name, help=help_text)
+        for positional in positionals:
+            a.add_argument(positional)
+        if name in ("add", "replace", "remove"):
+            a.add_argument("--scope", choices=[s.value for s in KeepScope], default=KeepScope.PROJECT.value)
+        a.add_argument("--dir", type=Path, default=None, help="the project directory (default: here)")
+        if name == "list":
+            a.add_argument("--json", action="store_true", help="print the sets as JSON")
+    p.set_defaults(action="list", dir=None, json=False)
 
     p = commands.add_parser("status", help="version, store, daemon and counts")
     p.add_argument("--json", action="store_true")
@@ -552,7 +578,52 @@ def cmd_daemon(args: argparse.Namespace, settings: Settings) -> int:
     return run_daemon(settings)
 
 
+def cmd_keep(args: argparse.Namespace, settings: Settings) -> int:
+    directory = (args.dir or Path.cwd()).resolve()
+    workspace = workspace_namespace(str(directory))
+    file = (repo_root(directory) or directory) / FILE_PATH
+    if args.action in ("add", "replace", "remove"):
+        scope = KeepScope(args.scope)
+        request = _model(
+            KeepRequest,
+            scope=scope,
+            action=args.action,
+            content=getattr(args, "entry", ""),
+            old_text=getattr(args, "old_text", ""),
+            workspace=workspace if scope is KeepScope.PROJECT else None,
+        )
+        result = _with_client(settings, lambda c: c.keep(request))
+        kept = result.kept
+        _write(f"{result.message}: {kept.used_chars:,} of {kept.budget_chars:,} characters used")
+        return EXIT_OK
+    if args.action == "import":
+        try:
+            text = file.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"cannot read {file}: {exc.strerror or exc}") from None
+        body = _model(KeepImportRequest, workspace=workspace, entries=parse_file(text, where=str(file)))
+        result = _with_client(settings, lambda c: c.import_kept(body))
+        _write(f"{result.message} ({result.kept.used_chars:,} of {result.kept.budget_chars:,} characters)")
+        return EXIT_OK
+    sets = _with_client(settings, lambda c: c.kept(workspace))
+    assert sets.project is not None  # asked with a workspace
+    if args.action == "export":
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(render_file(sets.project.entries, workspace), encoding="utf-8")
+        _write(f"wrote {len(sets.project.entries)} entries to {file}")
+    elif args.json:
+        _dump(sets)
+    else:
+        for kept in (sets.project, sets.user):
+            usage = f"{kept.used_chars:,} of {kept.budget_chars:,} characters"
+            _write(f"{kept.scope.value} ({kept.owner}): {usage}")
+            for entry in kept.entries:
+                _write("  - " + entry.replace("\n", "\n    "))
+    return EXIT_OK
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
+    "keep": cmd_keep,
     "distill": cmd_distill,
     "judge-log": cmd_judge_log,
     "remember": cmd_remember,

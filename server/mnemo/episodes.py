@@ -109,16 +109,10 @@ class AppendResult(BaseModel):
 
 
 class Redactor(Protocol):
-    """Hook point: removes secrets from text before anything is stored or sent to a model."""
+    """Removes secrets from text before anything is stored or sent to a model
+    (:class:`mnemo.secrets.SecretRedactor`)."""
 
     def redact(self, text: str) -> str: ...
-
-
-class NoRedaction:
-    """Placeholder until secret redaction lands: passes text through unchanged."""
-
-    def redact(self, text: str) -> str:
-        return text
 
 
 def clip_text(text: str, limit: int) -> str:

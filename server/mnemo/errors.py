@@ -5,7 +5,9 @@ Everything mnemo raises on purpose derives from :class:`MnemoError`::
     MnemoError
     ├── ConfigError              a setting is malformed or unknown (names the key and its source)
     ├── InputError               a caller sent something we refuse (names the field)      → HTTP 422
-    │   └── TooLargeError        content over a configured size cap                        → HTTP 413
+    │   ├── TooLargeError        content over a configured size cap                        → HTTP 413
+    │   ├── SecretError          content holding a credential (names its kind, never its value)
+    │   └── OverBudgetError      a keep edit that would pass its set's character budget
     ├── NotFoundError            an id that no stored row has                              → HTTP 404
     ├── NotAvailableError        a capability this version does not have yet              → HTTP 501
     ├── NotReadyError            the daemon is still building its index from the store    → HTTP 503
@@ -55,6 +57,14 @@ class TooLargeError(InputError):
     """Content exceeds a configured size cap; nothing was stored."""
 
     http_status = 413
+
+
+class SecretError(InputError):
+    """Content holds what looks like a credential; nothing was stored."""
+
+
+class OverBudgetError(InputError):
+    """An edit would take a curated set over its character budget; nothing was changed."""
 
 
 class NotFoundError(MnemoError):
@@ -114,6 +124,8 @@ ERRORS_BY_NAME: dict[str, type[MnemoError]] = {
         ConfigError,
         InputError,
         TooLargeError,
+        SecretError,
+        OverBudgetError,
         NotFoundError,
         NotAvailableError,
         NotReadyError,

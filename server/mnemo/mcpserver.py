@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from enum import StrEnum
 from typing import Annotated, TypeVar, cast
 
 import anyio
@@ -24,6 +24,8 @@ from pydantic import BaseModel, Field
 
 from mnemo import __version__
 from mnemo.config import Settings, load_settings
+from mnemo.curated import KeepAction, KeepScope
+from mnemo.daemon.api import MAX_KEEP_CHARS, KeepRequest, KeepResult
 from mnemo.daemon.client import DaemonClient
 from mnemo.episodes import ID_PATTERN, NAMESPACE_PATTERN
 from mnemo.errors import MnemoError, validated
@@ -38,6 +40,7 @@ from mnemo.memories import (
     WText,
 )
 from mnemo.recall import MAX_QUERY_CHARS, EpisodesResult, RecallEpisodeRequest, RecallRequest, RecallResult
+from mnemo.workspace import workspace_namespace
 
 logger = logging.getLogger("mnemo.mcp")
 T = TypeVar("T")
@@ -60,24 +63,6 @@ Namespace = Annotated[
 MemoryId = Annotated[
     str, Field(pattern=ID_PATTERN, description="A memory id, as returned by recall or remember.")
 ]
-
-
-class KeepScope(StrEnum):
-    PROJECT = "project"
-    USER = "user"
-
-
-class KeepAction(StrEnum):
-    ADD = "add"
-    REPLACE = "replace"
-    REMOVE = "remove"
-
-
-class KeepResult(BaseModel):
-    scope: KeepScope
-    entries: list[str]
-    used_chars: int
-    budget_chars: int
 
 
 READ_ONLY = ToolAnnotations(
@@ -220,8 +205,9 @@ def build_server(settings: Settings) -> MCPServer[DaemonClient]:
         ] = None,
     ) -> Memory:
         """Store a memory for later conversations: a decision the person took (with its why), a preference,
-        a durable fact, a procedure, a postmortem. Not for work diaries or passing status. Returns the
-        stored memory with its id (use it with `forget`)."""
+        a durable fact, a procedure, a postmortem. Not for work diaries or passing status. Refused when it
+        holds a credential (key, token, password): say where it is kept instead. Returns the stored memory
+        with its id (use it with `forget`)."""
         request = _model(
             RememberRequest,
             content=content,
@@ -251,24 +237,38 @@ def build_server(settings: Settings) -> MCPServer[DaemonClient]:
 
     @_tool(server, CURATE)
     async def keep(
+        ctx: Context,
         scope: Annotated[
-            KeepScope, Field(description="project (shared with the repo) or user (follows the person).")
+            KeepScope,
+            Field(
+                description="project: this repository's conventions, shared with the team; user: the "
+                "person's own preferences, in every project."
+            ),
         ],
         action: Annotated[KeepAction, Field(description="add, replace or remove an entry.")],
         content: Annotated[
-            str, Field(max_length=2_200, description="The entry to add, or the new text for replace.")
+            str, Field(max_length=MAX_KEEP_CHARS, description="add/replace: the entry's (new) text.")
         ] = "",
         old_text: Annotated[
-            str, Field(max_length=2_200, description="For replace/remove: a unique part of the entry.")
+            str,
+            Field(max_length=MAX_KEEP_CHARS, description="replace/remove: a part only that entry has."),
         ] = "",
     ) -> KeepResult:
-        """NOT AVAILABLE YET in this version of mnemo: always fails with an explanation. When available it
-        will maintain the small curated set injected at every session start (project and user scopes,
-        hard character budgets). Use `remember` meanwhile."""
-        raise ToolError(
-            "keep is not available yet in this version of mnemo (the curated, always-injected set with "
-            "its budgets comes in a later release); use `remember` to store this instead"
+        """Edit the small curated memory injected at the start of every session: `project` entries
+        (this repository's conventions, exported to .mnemo/MEMORY.md for the team) and `user` entries
+        (the person's preferences, everywhere). Keep entries short and durable. Budgets are hard: 2,200
+        characters for project, 1,375 for user; an edit that would pass them is refused with the
+        current entries — consolidate with `replace` (one shorter entry for several) or `remove`, then
+        retry. Never put credentials here. Returns the set after the edit."""
+        request = _model(
+            KeepRequest,
+            scope=scope,
+            action=action,
+            content=content,
+            old_text=old_text,
+            workspace=workspace_namespace(os.getcwd()) if scope is KeepScope.PROJECT else None,
         )
+        return await _answer(_client(ctx).keep(request))
 
     @_tool(server, READ_ONLY)
     async def recall_episode(

@@ -27,7 +27,7 @@ def workspace_namespace(cwd: str) -> str:
 @lru_cache(maxsize=256)
 def workspace_id(cwd: str) -> str:
     start = Path(cwd).expanduser()
-    root = _repo_root(start)
+    root = repo_root(start)
     if root is None:
         return str(start)
     remote = _remote_url(root)
@@ -52,7 +52,8 @@ def normalise_remote(url: str) -> str:
     return f"{host.lower()}/{path}" if path else host.lower()
 
 
-def _repo_root(start: Path) -> Path | None:
+def repo_root(start: Path) -> Path | None:
+    """The root of the git repository (or worktree) holding ``start``; None outside any."""
     for directory in (start, *start.parents):
         if (directory / ".git").exists():
             return directory

@@ -10,9 +10,12 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mnemo.curated import BUDGET_CHARS, KeepAction, KeepScope
 from mnemo.episodes import ID_PATTERN, AppendResult, EpisodeIn
 
 MAX_REASON_CHARS = 500
+MAX_KEEP_CHARS = max(BUDGET_CHARS.values())
+WORKSPACE_PATTERN = r"^workspace:[^\s]{1,120}$"
 
 
 class Health(BaseModel):
@@ -163,3 +166,53 @@ class Stats(BaseModel):
     @property
     def memory_share(self) -> float | None:
         return self.tokens_injected_read / self.tokens_read if self.tokens_read else None
+
+
+class KeepRequest(BaseModel):
+    """An edit of a curated set (the ``keep`` tool)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    scope: KeepScope
+    action: KeepAction
+    content: Annotated[str, Field(max_length=MAX_KEEP_CHARS)] = ""
+    old_text: Annotated[str, Field(max_length=MAX_KEEP_CHARS)] = ""
+    workspace: Annotated[
+        str | None, Field(pattern=WORKSPACE_PATTERN, description="The project's workspace:<id>.")
+    ] = None
+
+
+class KeptSet(BaseModel):
+    """A curated set as it stands."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    scope: KeepScope
+    owner: str = Field(description="workspace:<id> for a project, person:<name> for a user.")
+    entries: list[str]
+    used_chars: int
+    budget_chars: int
+    version: int = Field(description="How many times the set was changed (0: never).")
+
+
+class KeepResult(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    message: str = Field(description="What the edit did.")
+    kept: KeptSet
+
+
+class KeptSets(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    project: KeptSet | None = Field(description="The workspace's set (null when no workspace was given).")
+    user: KeptSet
+
+
+class KeepImportRequest(BaseModel):
+    """A project set read from its file, to become the set."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    workspace: Annotated[str, Field(pattern=WORKSPACE_PATTERN)]
+    entries: Annotated[list[Annotated[str, Field(max_length=MAX_KEEP_CHARS)]], Field(max_length=500)]

@@ -10,6 +10,9 @@ Routes (all JSON, all under ``/v1``)::
     POST /v1/memories/forget           {"id": …, "reason": …} → Memory
     POST /v1/recall                    RecallRequest → RecallResult
     POST /v1/distill                   {"session": …} → {"queued": …, "reason": …}
+    GET  /v1/keep?workspace=           the curated sets: the workspace's and the person's
+    POST /v1/keep                      KeepRequest → KeepResult (add, replace, remove)
+    POST /v1/keep/import               KeepImportRequest → KeepResult (a project set from its file)
     POST /v1/hooks/<Event>?client=     the host's hook JSON → text/plain: what the hook prints
     GET  /v1/stats?days=30             memory injected and used over the last days (mnemo stats)
     GET  /v1/judge-log?limit=&session= the judge's decisions, newest first
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -36,7 +40,15 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mnemo.daemon.api import AppendRequest, AppendResponse, DistillRequest, ForgetRequest
+from mnemo.daemon.api import (
+    WORKSPACE_PATTERN,
+    AppendRequest,
+    AppendResponse,
+    DistillRequest,
+    ForgetRequest,
+    KeepImportRequest,
+    KeepRequest,
+)
 from mnemo.daemon.hooks import HookService
 from mnemo.daemon.service import MemoryService
 from mnemo.errors import InputError, MnemoError, describe_validation_error
@@ -168,6 +180,18 @@ def build_app(
         body = await _parse(request, DistillRequest)
         return _json(service.distil(body.session))
 
+    async def kept(request: Request) -> Response:
+        workspace = request.query_params.get("workspace") or None
+        if workspace is not None and not re.match(WORKSPACE_PATTERN, workspace):
+            raise InputError(f"workspace: must be workspace:<id>, not {workspace[:130]!r}")
+        return _json(await service.kept.sets(workspace))
+
+    async def keep(request: Request) -> Response:
+        return _json(await service.kept.edit(await _parse(request, KeepRequest)))
+
+    async def keep_import(request: Request) -> Response:
+        return _json(await service.kept.import_project(await _parse(request, KeepImportRequest)))
+
     async def judge_log(request: Request) -> Response:
         try:
             limit = int(request.query_params.get("limit", "20"))
@@ -220,6 +244,9 @@ def build_app(
             Route("/v1/memories/forget", forget, methods=["POST"]),
             Route("/v1/recall", recall, methods=["POST"]),
             Route("/v1/distill", distil, methods=["POST"]),
+            Route("/v1/keep", kept, methods=["GET"]),
+            Route("/v1/keep", keep, methods=["POST"]),
+            Route("/v1/keep/import", keep_import, methods=["POST"]),
             Route("/v1/hooks/{event}", hook, methods=["POST"]),
             Route("/v1/stats", usage_stats, methods=["GET"]),
             Route("/v1/judge-log", judge_log, methods=["GET"]),

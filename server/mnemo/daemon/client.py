@@ -27,6 +27,10 @@ from mnemo.daemon.api import (
     DistillRequest,
     ForgetRequest,
     JudgeLog,
+    KeepImportRequest,
+    KeepRequest,
+    KeepResult,
+    KeptSets,
     Stats,
     Status,
 )
@@ -121,6 +125,17 @@ class DaemonClient:
     async def distil(self, session: str) -> DistillQueued:
         body = validated(DistillRequest, {"session": session})
         return await self._request("POST", "/v1/distill", body, DistillQueued)
+
+    async def kept(self, workspace: str | None) -> KeptSets:
+        query = f"?{urlencode({'workspace': workspace})}" if workspace else ""
+        return await self._request("GET", f"/v1/keep{query}", None, KeptSets)
+
+    async def keep(self, request: KeepRequest) -> KeepResult:
+        # Not idempotent: an add sent twice is harmless, a replace or remove is not.
+        return await self._request("POST", "/v1/keep", request, KeepResult, is_idempotent=False)
+
+    async def import_kept(self, request: KeepImportRequest) -> KeepResult:
+        return await self._request("POST", "/v1/keep/import", request, KeepResult)
 
     async def judge_log(self, limit: int = 20, session: str | None = None) -> JudgeLog:
         query = urlencode({"limit": limit, **({"session": session} if session else {})})

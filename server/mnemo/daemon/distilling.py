@@ -16,6 +16,7 @@ A spent daily token cap pauses the loop until the next UTC day; an endpoint that
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -78,7 +79,9 @@ class DistillLoop:
     def is_busy(self) -> bool:
         return bool(self.state.running)
 
-    async def run(self, index_ready: anyio.Event) -> None:
+    async def run(self, index_ready: anyio.Event, flushed: Callable[[], Awaitable[None]]) -> None:
+        """Distil, forever. ``flushed`` returns once the episodes recorded so far are in the store
+        (a session asked for right after its last turn must be read with that turn)."""
         distiller = self._distiller
         if distiller is None:
             return
@@ -94,7 +97,7 @@ class DistillLoop:
                     if not recovered:
                         self._count(await anyio.to_thread.run_sync(distiller.recover))
                         recovered = True
-                    await self._distil_due(distiller)
+                    await self._distil_due(distiller, flushed)
                     self.state.paused_until, self.state.last_error = None, ""
                     backoff = BACKOFF_S[0]
             except TokenCapError as exc:
@@ -115,10 +118,11 @@ class DistillLoop:
                 await self._wake.wait()
             self._wake = anyio.Event()
 
-    async def _distil_due(self, distiller: Distiller) -> None:
+    async def _distil_due(self, distiller: Distiller, flushed: Callable[[], Awaitable[None]]) -> None:
         """Sessions asked for, then sessions quiet for distill_idle_s, one at a time."""
         idle = await anyio.to_thread.run_sync(self._store.sessions_waiting, utc_now() - self._idle)
         for session in dict.fromkeys([*self._requested, *idle]):
+            await flushed()  # right before reading: a request may have come with its last episodes
             self.state.running = session
             try:
                 self._count(await anyio.to_thread.run_sync(distiller.distil_session, session))

@@ -3,8 +3,9 @@
 ``POST /v1/hooks/<Event>`` carries the host's hook JSON unchanged (see :mod:`mnemo.hook`); the
 answer (text/plain) is exactly what the hook process prints (often nothing).
 
-- SessionStart: register the session; inject the workspace's and the person's most useful
-  memories (most used first, then decisions, preferences, procedures…, newest first).
+- SessionStart: register the session; inject the curated sets of ``keep`` (the workspace's and
+  the person's, whole) and the workspace's and the person's most useful memories (most used
+  first, then decisions, preferences, procedures…, newest first).
 - UserPromptSubmit: record the prompt as this turn's episode; recall on it; inject a block. A
   prompt starting with ``<task-notification>`` is a background task's notice, not the person:
   nothing is recorded or injected.
@@ -35,6 +36,7 @@ import anyio.to_thread
 
 from mnemo import transcripts
 from mnemo.clock import utc_now
+from mnemo.curated import render_injection
 from mnemo.daemon.api import Stats
 from mnemo.daemon.service import MemoryService, with_waiting
 from mnemo.episodes import EpisodeIn, Role, clip_text
@@ -46,7 +48,7 @@ from mnemo.recall import MAX_QUERY_CHARS
 from mnemo.store.usage import InjectionRow, SessionRow, VerdictRow
 from mnemo.usage import stats
 from mnemo.usage.audit import Auditor
-from mnemo.usage.budget import BLOCK_TOKENS, SESSION_TOKENS, pack
+from mnemo.usage.budget import BLOCK_TOKENS, SESSION_TOKENS, estimate_tokens, pack
 from mnemo.usage.sessions import SessionBook, SessionState
 from mnemo.workspace import workspace_namespace
 
@@ -57,6 +59,8 @@ CANDIDATES = 24  # memories ranked per injection, before the session's filters
 START_CANDIDATES = 300
 SUPPRESSED_TTL_S = 60.0
 SPOOL_POLL_S = 5.0
+# A live event waits at most this long for the events spooled before the daemon was up.
+SPOOL_FIRST_WAIT_S = 2.0
 # At session start, with no question to rank by: what is worth having in mind first.
 START_ORDER = {
     MemoryType.DECISION: 0,
@@ -96,6 +100,12 @@ class HookService:
         ](10_000)
         self._host = socket.gethostname()
         self.audits_done = 0
+        # Events spooled while the daemon was down happened before any live one: live events wait
+        # (bounded) for their first replay, or a PreCompact could distil a session without them.
+        self._spool_replayed = anyio.Event()
+        spool = self._settings.run_dir / SPOOL_NAME
+        if not spool.exists() and not spool.with_suffix(".replaying").exists():
+            self._spool_replayed.set()
 
     # -- the API -------------------------------------------------------------------------------
 
@@ -108,6 +118,9 @@ class HookService:
         if not isinstance(session_id, str) or not session_id.strip():
             raise InputError("the hook input has no session_id")
         client = client or _client_of(payload)
+        if live and not self._spool_replayed.is_set():
+            with anyio.move_on_after(SPOOL_FIRST_WAIT_S):
+                await self._spool_replayed.wait()
         if event == "SessionEnd":
             await self._end(session_id, client, payload)
             self.service.distil(session_id)  # no need to wait for the session to go quiet
@@ -141,6 +154,7 @@ class HookService:
                 await self.replay_spool()
             except Exception:
                 logger.exception("replaying the hooks' spool failed")
+            self._spool_replayed.set()
             await anyio.sleep(SPOOL_POLL_S)
 
     async def replay_spool(self) -> int:
@@ -266,7 +280,18 @@ class HookService:
         uses = await self.service.call_store(self.store.use_counts, state.person)
         found.sort(key=lambda m: m.updated_at, reverse=True)
         found.sort(key=lambda m: (-uses.get(m.id, 0), START_ORDER.get(m.type, 9)))
-        return await self._inject(state, "SessionStart", found)
+        # The curated sets come first, whole: their own hard budgets bound them (mnemo.curated).
+        kept = await self.service.kept.sets(state.workspace)
+        kept_text = render_injection(kept.project.entries if kept.project else [], kept.user.entries)
+        if kept_text:
+            state.blocks += 1
+            tokens = estimate_tokens(kept_text)
+            row = InjectionRow(
+                state.id, state.blocks, state.turn, "", "SessionStart", state.person, tokens, self._clock()
+            )
+            self._later([row])
+            state.tokens += tokens
+        return await self._inject(state, "SessionStart", found, before=kept_text or "")
 
     async def _prompt(self, session_id: str, client: str, payload: Mapping[str, Any], live: bool) -> str:
         prompt = str(payload.get("prompt") or "")
@@ -350,10 +375,14 @@ class HookService:
         await self.service.record([episode])
         state.episodes.add(episode_id)
 
-    async def _inject(self, state: SessionState, event: str, ranked: list[Memory]) -> str:
+    async def _inject(
+        self, state: SessionState, event: str, ranked: list[Memory], *, before: str = ""
+    ) -> str:
+        """The hook's output: ``before`` (already counted) and a block of the best of ``ranked``
+        that fits the budgets; '' when there is nothing to add."""
         budget = min(BLOCK_TOKENS, SESSION_TOKENS - state.tokens)
         if budget <= 0 or not ranked:
-            return ""
+            return _context(event, before)
         suppressed = await self._suppressed_for(state.person)
         # Sources the session has not seen yet: a memory noted in it (remember) or distilled from it.
         unknown = list(dict.fromkeys(s for m in ranked for s in state.unknown(m.sources)))
@@ -367,7 +396,7 @@ class HookService:
         ]
         block = pack(fresh, budget, source=event)
         if block is None:
-            return ""
+            return _context(event, before)
         now = self._clock()
         state.blocks += 1
         rows: list[InjectionRow | SessionRow] = [
@@ -382,7 +411,7 @@ class HookService:
         for memory in block.memories:
             state.injected.add(memory.id)
             state.by_turn.setdefault(state.turn, []).append(memory.id)
-        return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": block.text}})
+        return _context(event, f"{before}\n{block.text}" if before else block.text)
 
     async def _suppressed_for(self, person: str) -> set[str]:
         cached = self._suppressed.get(person)
@@ -422,3 +451,10 @@ def _client_of(payload: Mapping[str, Any]) -> str:
     the environment: a Codex started from a Claude Code shell inherits CLAUDECODE=1.)"""
     name = Path(str(payload.get("transcript_path") or "")).name
     return "codex" if name.startswith("rollout-") or "turn_id" in payload else "claude-code"
+
+
+def _context(event: str, text: str) -> str:
+    """What a hook prints to add ``text`` to the context ('' for nothing)."""
+    if not text:
+        return ""
+    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})

@@ -27,7 +27,7 @@ POLL_S = 0.025
 
 def ping(settings: Settings, *, timeout_s: float = 2.0) -> dict[str, object] | None:
     """The daemon's health document, or None when nothing answers on the socket."""
-    if not _accepts_connections(settings, timeout_s):
+    if not accepts_connections(settings, timeout_s):
         return None
     transport = httpx2.HTTPTransport(uds=str(settings.socket_path))
     try:
@@ -41,7 +41,8 @@ def ping(settings: Settings, *, timeout_s: float = 2.0) -> dict[str, object] | N
     return health
 
 
-def _accepts_connections(settings: Settings, timeout_s: float) -> bool:
+def accepts_connections(settings: Settings, timeout_s: float) -> bool:
+    """Whether something listens on the daemon's socket."""
     # Probed with a plain socket first: httpx2's sync transport leaks the socket of a refused
     # unix connection, and a refused connection is the common case here (no daemon yet).
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
@@ -77,9 +78,15 @@ def _check_same_store(settings: Settings, health: dict[str, object]) -> None:
 
 def _start_and_wait(settings: Settings) -> dict[str, object]:
     settings.start_failure_path.unlink(missing_ok=True)
-    spawn_detached(settings)
+    is_spawned = False
     deadline = time.monotonic() + settings.daemon_start_timeout_s
     while time.monotonic() < deadline:
+        # A daemon holding the lock is on its way up (a hook started it) or down: wait for it
+        # rather than start a spare one, which would wait for the lock and take over once the
+        # first stops — a daemon nobody asked for.
+        if not is_spawned and not is_locked(settings.daemon_lock_path):
+            spawn_detached(settings)
+            is_spawned = True
         health = ping(settings)
         if health is not None:
             return health

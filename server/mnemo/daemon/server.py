@@ -22,11 +22,12 @@ import uvicorn
 
 from mnemo.config import Settings
 from mnemo.daemon.app import Activity, build_app
+from mnemo.daemon.launcher import accepts_connections
 from mnemo.daemon.rundir import ensure_private_dir, try_lock
 from mnemo.daemon.service import MemoryService
 from mnemo.embed import load_embedder
-from mnemo.episodes import NoRedaction
 from mnemo.errors import MnemoError
+from mnemo.secrets import SecretRedactor
 from mnemo.store import open_store
 
 logger = logging.getLogger(__name__)
@@ -65,10 +66,12 @@ def run_daemon(settings: Settings) -> int:
     """Serve until told to stop or idle; return the process exit code."""
     ensure_private_dir(settings.run_dir)
     # A daemon that is shutting down still holds the lock for a moment; wait it out rather than
-    # leave the client that started us with nothing to talk to.
+    # leave the client that started us with nothing to talk to. One that serves (or comes up
+    # while we wait: two spawners raced) is left to serve: taking over once it stops would be a
+    # daemon nobody asked for.
     deadline = time.monotonic() + LOCK_WAIT_S
     while (lock_fd := try_lock(settings.daemon_lock_path)) is None:
-        if time.monotonic() > deadline:
+        if time.monotonic() > deadline or accepts_connections(settings, timeout_s=0.5):
             logger.info("another daemon holds %s; exiting", settings.daemon_lock_path)
             return 0
         time.sleep(0.05)
@@ -98,7 +101,7 @@ def _serve_holding_lock(settings: Settings) -> int:
         settings.socket_path.unlink(missing_ok=True)  # a stale socket from a killed daemon
         embedder = load_embedder(settings)
         logger.info("embedding model: %s", embedder.model_id if embedder else "none installed")
-        service = MemoryService(store, settings, NoRedaction(), embedder)
+        service = MemoryService(store, settings, SecretRedactor(), embedder)
         activity = Activity()
         server: _Server | None = None
 

@@ -40,6 +40,7 @@ from mnemo.daemon.api import (
 )
 from mnemo.daemon.distilling import DistillLoop
 from mnemo.daemon.journal import EpisodeJournal
+from mnemo.daemon.keeping import CuratedSets
 from mnemo.daemon.rundir import ensure_private_dir
 from mnemo.distill.meter import TokenMeter
 from mnemo.embed import Embedder
@@ -66,6 +67,7 @@ from mnemo.recall import (
     RecallRequest,
     RecallResult,
 )
+from mnemo.secrets import refuse_secrets
 from mnemo.store import ClickHouseStore
 
 logger = logging.getLogger(__name__)
@@ -179,6 +181,7 @@ class MemoryService:
         self.engine = RecallEngine(embedder)
         self.meter = TokenMeter(store, settings.llm_daily_token_cap)
         self.distilling = DistillLoop(store, self.engine, settings, self.meter)
+        self.kept = CuratedSets(store, settings, self.call_store)
         self._index_ready = anyio.Event()
         self._embedder_limiter = anyio.CapacityLimiter(1)
         self._backlog_added = anyio.Event()
@@ -358,8 +361,14 @@ class MemoryService:
     async def record(self, incoming: Sequence[EpisodeIn]) -> None:
         """Store episodes for a hook: durable in the journal on return, in the store shortly after
         (:mod:`mnemo.daemon.journal`). Raises on an episode the intake refuses."""
-        accepted = [self._intake.accept(item) for item in incoming]
-        await anyio.to_thread.run_sync(self.journal.write, accepted)
+
+        def accept_and_journal() -> list[Episode]:
+            # Off the event loop: redaction reads every line (~1 ms per KB of dense tool output).
+            accepted = [self._intake.accept(item) for item in incoming]
+            self.journal.write(accepted)
+            return accepted
+
+        accepted = await anyio.to_thread.run_sync(accept_and_journal)
         await self._journaled_send.send(accepted)  # waits while 10,000 batches queue (a store outage)
 
     async def run_journal(self) -> None:
@@ -401,7 +410,7 @@ class MemoryService:
 
     async def run_distillation(self) -> None:
         """The writer's loop (a no-op without a model); runs for the daemon's whole life."""
-        await self.distilling.run(self._index_ready)
+        await self.distilling.run(self._index_ready, self.journal_flushed)
 
     async def run_embedding(self) -> None:
         """Give every indexed item a vector of the active model, in the background, forever."""
@@ -448,17 +457,26 @@ class MemoryService:
         """Store each acceptable episode; refused ones come back with ``error`` and are not stored."""
         accepted: list[Episode] = []
         results: list[AppendResult | None] = []
-        for item in incoming:
-            try:
-                accepted.append(self._intake.accept(item))
-                results.append(None)
-            except MnemoError as exc:
-                results.append(AppendResult(id=item.id, is_new=False, error=str(exc)))
+
+        def accept() -> None:  # off the event loop: redaction reads every line
+            for item in incoming:
+                try:
+                    accepted.append(self._intake.accept(item))
+                    results.append(None)
+                except MnemoError as exc:
+                    results.append(AppendResult(id=item.id, is_new=False, error=str(exc)))
+
+        await anyio.to_thread.run_sync(accept)
         stored = iter(await self.writer.submit(accepted) if accepted else [])
         return [r if r is not None else next(stored) for r in results]
 
     async def remember(self, request: RememberRequest) -> Memory:
-        """Store an explicit memory, with a note episode holding its text as its source."""
+        """Store an explicit memory, with a note episode holding its text as its source. Refuses
+        (SecretError) content holding a credential."""
+        for name in ("content", "what", "who", "when", "where", "why", "how"):
+            refuse_secrets(getattr(request, name), name)
+        for entity in request.entities:
+            refuse_secrets(" ".join([entity.name, *entity.aliases]), "entities")
         namespace = request.namespace or self._settings.namespace_of_person
         note = self._intake.accept(
             EpisodeIn(

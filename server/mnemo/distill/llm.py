@@ -4,7 +4,9 @@ This is the only module that imports ``openai``. Every call is checked against t
 cap first and metered after (:mod:`mnemo.distill.meter`); the client's own bounded retries cover
 timeouts, dropped connections and 408/409/429/5xx answers (``llm_max_retries``, exponential
 back-off); what still fails is a :class:`~mnemo.errors.ModelError` whose message names the
-endpoint (never the key) and what went wrong.
+endpoint (never the key) and what went wrong. Every message is redacted
+(:func:`mnemo.secrets.redact`) on its way out, whatever built it: episodes are redacted when
+stored, but a memory or an episode stored before a detector learned a new format is not.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import openai
 from mnemo.config import Settings, redact_dsn
 from mnemo.distill.meter import TokenMeter
 from mnemo.errors import ConfigError, ModelError
+from mnemo.secrets import redact
 
 logger = logging.getLogger(__name__)
 # OpenAI's limit on alternatives per token; llama.cpp and vLLM accept as many.
@@ -82,7 +85,7 @@ class LLM:
         try:
             response = self._client.chat.completions.create(
                 model=self.model,
-                messages=[{"role": m.role, "content": m.content} for m in messages],  # type: ignore[misc]
+                messages=[{"role": m.role, "content": redact(m.content)} for m in messages],  # type: ignore[misc]
                 max_tokens=max_tokens,
                 temperature=0,
                 **extra,

@@ -28,6 +28,7 @@ from mnemo.config import redact_dsn
 from mnemo.episodes import AppendResult, Episode
 from mnemo.errors import StoreError, StoreLockedError
 from mnemo.memories import EntityRef, Memory
+from mnemo.store.curated import CuratedTables
 from mnemo.store.distill import DistillTables
 from mnemo.store.migrations import CREATE_VERSION_TABLE, MIGRATIONS, VERSION_TABLE
 from mnemo.store.usage import UsageTables
@@ -149,7 +150,7 @@ class _OneAtATime:
             self._client.close()
 
 
-class ClickHouseStore(DistillTables, UsageTables):
+class ClickHouseStore(DistillTables, UsageTables, CuratedTables):
     """Episodes, memories and entities in ClickHouse. Construct with :func:`open_store`.
     Safe to call from several threads (calls are serialised)."""
 

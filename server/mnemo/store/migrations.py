@@ -251,4 +251,22 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        7,
+        "the curated sets of keep",
+        (
+            # Every version of each curated set (scope 'workspace:<id>' for a project,
+            # 'person:<name>' for a user), all kept: the newest is the set, the rest its history.
+            """
+            CREATE TABLE IF NOT EXISTS kept (
+                owner String,
+                version UInt64,
+                entries Array(String),
+                action LowCardinality(String),
+                by String,
+                at DateTime64(3, 'UTC')
+            ) ENGINE = MergeTree ORDER BY (owner, version)
+            """,
+        ),
+    ),
 )
