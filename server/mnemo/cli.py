@@ -1,5 +1,5 @@
-"""The ``mnemo`` command: remember, recall, recall-episode, forget, keep, import, status, stats,
-distill, judge-log, models, daemon.
+"""The ``mnemo`` command: remember, recall, recall-episode, forget, keep, review, import, status,
+stats, distill, judge-log, models, daemon.
 
 With ``--json``, recall and recall-episode print exactly the structured output of the MCP tools
 of the same name. Errors go to stderr as ``mnemo: error: …`` with exit status 1 (2 for usage).
@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from mnemo import __version__, transcripts
 from mnemo.config import Settings, load_settings
 from mnemo.curated import FILE_PATH, KeepScope, parse_file, render_file
-from mnemo.daemon.api import KeepImportRequest, KeepRequest
+from mnemo.daemon.api import KeepImportRequest, KeepRequest, ReviewAction, ReviewEdit
 from mnemo.daemon.client import DaemonClient
 from mnemo.daemon.launcher import daemon_pid, ensure_daemon, ping, stop_daemon
 from mnemo.episodes import Episode
@@ -130,6 +130,29 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "list":
             a.add_argument("--json", action="store_true", help="print the sets as JSON")
     p.set_defaults(action="list", dir=None, json=False)
+
+    p = commands.add_parser("review", help="the review queue: list, approve, reject or edit candidates")
+    actions = p.add_subparsers(dest="action", metavar="ACTION")
+    a = actions.add_parser("list", help="the pending candidates (the default), or --approved memories")
+    a.add_argument("--approved", action="store_true", help="list approved (active) memories instead")
+    a.add_argument("--namespace", help="only this namespace")
+    a.add_argument("--json", action="store_true")
+    for name, help_text in (
+        ("approve", "approve a candidate (with edits, if given): it becomes searchable at once"),
+        ("reject", "reject a candidate"),
+        ("edit", "change a candidate's or an approved memory's text, type or namespace"),
+    ):
+        a = actions.add_parser(name, help=help_text)
+        a.add_argument("id")
+        if name == "reject":
+            a.add_argument("--reason", default="", help="why (kept with the memory)")
+        else:
+            a.add_argument("--content", help="the new text")
+            a.add_argument("--type", choices=[t.value for t in MemoryType])
+            a.add_argument("--namespace", help="person:<name> or workspace:<id>")
+            a.add_argument("--why")
+            a.add_argument("--how")
+    p.set_defaults(action="list", approved=False, namespace=None, json=False)
 
     p = commands.add_parser("status", help="version, store, daemon and counts")
     p.add_argument("--json", action="store_true")
@@ -622,7 +645,36 @@ def cmd_keep(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
+def cmd_review(args: argparse.Namespace, settings: Settings) -> int:
+    if args.action == "list":
+        status = "active" if args.approved else "candidate"
+        queue = _with_client(settings, lambda c: c.review_queue(status, args.namespace))
+        if args.json:
+            _dump(queue)
+            return EXIT_OK
+        what = "approved memories" if args.approved else "candidates waiting for review"
+        _write(f"{len(queue.memories)} {what} (approval_policy {queue.policy})")
+        for memory in queue.memories:
+            _show_memory(memory)
+            sources = ", ".join(memory.sources)
+            _write(f"  seen {memory.seen_count}×, confidence {memory.confidence:.2f}, sources {sources}")
+            if memory.status_reason:
+                _write(f"  {memory.status_reason}")
+        return EXIT_OK
+    edit = None
+    if args.action != "reject":
+        fields = {k: getattr(args, k) for k in ("content", "type", "namespace", "why", "how")}
+        if any(v is not None for v in fields.values()):
+            edit = _model(ReviewEdit, **fields)
+    reason = getattr(args, "reason", "")
+    action = _model(ReviewAction, id=args.id, action=args.action, edit=edit, reason=reason)
+    memory = _with_client(settings, lambda c: c.review(action))
+    _write(f"{memory.id} is {memory.status.value}: {memory.content[:100]}")
+    return EXIT_OK
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
+    "review": cmd_review,
     "keep": cmd_keep,
     "distill": cmd_distill,
     "judge-log": cmd_judge_log,

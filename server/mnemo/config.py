@@ -132,6 +132,25 @@ class Settings(BaseModel):
         gt=0,
         description="A session quiet this many seconds is distilled (also at compaction and session end).",
     )
+    approval_policy: Literal["auto", "review"] = Field(
+        default="auto",
+        description=(
+            "auto: the judge decides, but decisions, postmortems and procedures no line the person "
+            "wrote backs, and anything from tool output alone, wait for a person; review: every "
+            "distilled memory waits for a person (mnemo review)."
+        ),
+    )
+    auto_approve_min_seen: int = Field(
+        default=0,
+        ge=0,
+        description="With approval_policy review: approve a candidate seen this many times (0: never).",
+    )
+    auto_approve_min_confidence: float = Field(
+        default=0.9,
+        ge=0,
+        le=1,
+        description="With auto_approve_min_seen: the judge's confidence a candidate must also have.",
+    )
     decision_fallback_confidence: float = Field(
         default=0.7,
         gt=0.5,

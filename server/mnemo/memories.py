@@ -107,6 +107,11 @@ class Memory(BaseModel):
     valid_to: UtcDatetime | None = None
     closed_by: str = ""
     status_reason: str = ""
+    has_human_backing: bool = Field(
+        default=False, description="A line the person wrote backs it, or a person approved it."
+    )
+    confidence: float = Field(default=1.0, description="The judge's (distilled memories); 1 otherwise.")
+    seen_count: int = Field(default=1, description="How many equivalent candidates were folded into it.")
 
 
 def forgotten(memory: Memory, reason: str) -> Memory:

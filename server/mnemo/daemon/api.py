@@ -6,12 +6,13 @@ Clients import this module, never :mod:`mnemo.daemon.service` (which pulls in th
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from mnemo.curated import BUDGET_CHARS, KeepAction, KeepScope
-from mnemo.episodes import ID_PATTERN, AppendResult, EpisodeIn
+from mnemo.episodes import ID_PATTERN, NAMESPACE_PATTERN, AppendResult, EpisodeIn
+from mnemo.memories import MAX_MEMORY_CHARS, MAX_W_CHARS, Memory, MemoryType
 
 MAX_REASON_CHARS = 500
 MAX_KEEP_CHARS = max(BUDGET_CHARS.values())
@@ -216,3 +217,34 @@ class KeepImportRequest(BaseModel):
 
     workspace: Annotated[str, Field(pattern=WORKSPACE_PATTERN)]
     entries: Annotated[list[Annotated[str, Field(max_length=MAX_KEEP_CHARS)]], Field(max_length=500)]
+
+
+class ReviewEdit(BaseModel):
+    """Changes to a memory under review; a field left out (null) stays as it is."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    content: Annotated[str | None, Field(min_length=1, max_length=MAX_MEMORY_CHARS)] = None
+    type: MemoryType | None = None
+    namespace: Annotated[str | None, Field(pattern=NAMESPACE_PATTERN)] = None
+    why: Annotated[str | None, Field(max_length=MAX_W_CHARS)] = None
+    how: Annotated[str | None, Field(max_length=MAX_W_CHARS)] = None
+
+
+class ReviewAction(BaseModel):
+    """approve (with optional edits), reject (with a reason), or edit a memory under review."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: Annotated[str, Field(pattern=ID_PATTERN)]
+    action: Literal["approve", "reject", "edit"]
+    edit: ReviewEdit | None = None
+    reason: Annotated[str, Field(max_length=MAX_REASON_CHARS)] = ""
+
+
+class ReviewQueue(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    status: str = Field(description="The status listed: candidate (the queue) or active (approved).")
+    memories: list[Memory]
+    policy: str = Field(description="approval_policy: auto or review.")

@@ -13,6 +13,8 @@ Routes (all JSON, all under ``/v1``)::
     GET  /v1/keep?workspace=           the curated sets: the workspace's and the person's
     POST /v1/keep                      KeepRequest → KeepResult (add, replace, remove)
     POST /v1/keep/import               KeepImportRequest → KeepResult (a project set from its file)
+    GET  /v1/review?status=&namespace= the review queue (candidates) or the approved memories
+    POST /v1/review                    ReviewAction → Memory (approve, reject, edit)
     POST /v1/hooks/<Event>?client=     the host's hook JSON → text/plain: what the hook prints
     GET  /v1/stats?days=30             memory injected and used over the last days (mnemo stats)
     GET  /v1/judge-log?limit=&session= the judge's decisions, newest first
@@ -48,11 +50,13 @@ from mnemo.daemon.api import (
     ForgetRequest,
     KeepImportRequest,
     KeepRequest,
+    ReviewAction,
 )
 from mnemo.daemon.hooks import HookService
+from mnemo.daemon.reviewing import Reviews
 from mnemo.daemon.service import MemoryService
 from mnemo.errors import InputError, MnemoError, describe_validation_error
-from mnemo.memories import RememberRequest
+from mnemo.memories import MemoryStatus, RememberRequest
 from mnemo.recall import RecallEpisodeRequest, RecallRequest
 
 logger = logging.getLogger(__name__)
@@ -131,6 +135,7 @@ def build_app(
 ) -> ASGIApp:
     """The ASGI app; its lifespan runs the episode writer, the usage audit and the idle watcher."""
     hooks = HookService(service)
+    reviews = Reviews(service)
 
     async def health(request: Request) -> Response:
         return _json(service.health())
@@ -192,6 +197,20 @@ def build_app(
     async def keep_import(request: Request) -> Response:
         return _json(await service.kept.import_project(await _parse(request, KeepImportRequest)))
 
+    async def review_queue(request: Request) -> Response:
+        try:
+            status = MemoryStatus(request.query_params.get("status", "candidate"))
+            limit = int(request.query_params.get("limit", "200"))
+        except ValueError as exc:
+            raise InputError(f"status or limit: {exc}") from None
+        if not 1 <= limit <= 1_000:
+            raise InputError("limit: must be between 1 and 1,000")
+        namespace = request.query_params.get("namespace") or None
+        return _json(await reviews.queue(status, namespace, limit))
+
+    async def review(request: Request) -> Response:
+        return _json(await reviews.act(await _parse(request, ReviewAction)))
+
     async def judge_log(request: Request) -> Response:
         try:
             limit = int(request.query_params.get("limit", "20"))
@@ -226,6 +245,7 @@ def build_app(
             tg.start_soon(service.run_distillation)
             tg.start_soon(hooks.run)
             tg.start_soon(watch_idle)
+            tg.start_soon(reviews.run)
             tg.start_soon(build_then_embed)
             yield
             tg.cancel_scope.cancel()
@@ -247,6 +267,8 @@ def build_app(
             Route("/v1/keep", kept, methods=["GET"]),
             Route("/v1/keep", keep, methods=["POST"]),
             Route("/v1/keep/import", keep_import, methods=["POST"]),
+            Route("/v1/review", review_queue, methods=["GET"]),
+            Route("/v1/review", review, methods=["POST"]),
             Route("/v1/hooks/{event}", hook, methods=["POST"]),
             Route("/v1/stats", usage_stats, methods=["GET"]),
             Route("/v1/judge-log", judge_log, methods=["GET"]),

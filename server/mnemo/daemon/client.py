@@ -31,6 +31,8 @@ from mnemo.daemon.api import (
     KeepRequest,
     KeepResult,
     KeptSets,
+    ReviewAction,
+    ReviewQueue,
     Stats,
     Status,
 )
@@ -136,6 +138,16 @@ class DaemonClient:
 
     async def import_kept(self, request: KeepImportRequest) -> KeepResult:
         return await self._request("POST", "/v1/keep/import", request, KeepResult)
+
+    async def review_queue(
+        self, status: str = "candidate", namespace: str | None = None, limit: int = 200
+    ) -> ReviewQueue:
+        narrowed = {"namespace": namespace} if namespace else {}
+        query = urlencode({"status": status, "limit": limit, **narrowed})
+        return await self._request("GET", f"/v1/review?{query}", None, ReviewQueue)
+
+    async def review(self, action: ReviewAction) -> Memory:
+        return await self._request("POST", "/v1/review", action, Memory, is_idempotent=False)
 
     async def judge_log(self, limit: int = 20, session: str | None = None) -> JudgeLog:
         query = urlencode({"limit": limit, **({"session": session} if session else {})})

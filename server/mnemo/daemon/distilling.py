@@ -29,6 +29,7 @@ from mnemo.distill.decide import DecisionModel
 from mnemo.distill.lease import WriterLease
 from mnemo.distill.llm import LLM
 from mnemo.distill.meter import TokenMeter
+from mnemo.distill.policy import Approval
 from mnemo.distill.writer import BatchResult, Distiller
 from mnemo.errors import MnemoError, TokenCapError
 from mnemo.index.live import RecallEngine
@@ -65,7 +66,10 @@ class DistillLoop:
         if settings.llm_url:
             llm = LLM(settings, meter)
             self.decisions = DecisionModel(llm, settings)
-            self._distiller = Distiller(store, engine, llm, self.decisions, lease=self._lease)
+            approval = Approval.from_settings(settings)
+            self._distiller = Distiller(
+                store, engine, llm, self.decisions, lease=self._lease, approval=approval
+            )
         self._requested: list[str] = []
         self._wake = anyio.Event()
 

@@ -518,6 +518,15 @@ class MemoryService:
         self._backlog_added.set()
         return memory
 
+    async def index_memory(self, memory: Memory, *, is_text_changed: bool) -> None:
+        """Apply a new version of a stored memory to the index at once (a new text: re-indexed,
+        its vector recomputed in the background; otherwise its status and stored copy)."""
+        if is_text_changed:
+            await anyio.to_thread.run_sync(self.engine.add_memories, [memory])
+            self._backlog_added.set()
+        else:
+            await anyio.to_thread.run_sync(self.engine.set_memory_status, memory)
+
     async def forget(self, memory_id: str, reason: str) -> Memory:
         """Mark a memory forgotten (kept in the store; recall no longer returns it)."""
         memory = await self.call_store(self._store.get_memory, memory_id)

@@ -38,8 +38,9 @@ from mnemo.distill.extract import Draft, ExtractionError, extract, transcript
 from mnemo.distill.judge import Action, Judgement, judge
 from mnemo.distill.lease import LeaseLostError, WriterLease
 from mnemo.distill.llm import LLM
+from mnemo.distill.policy import Approval, is_tool_only
 from mnemo.embed import Embedder
-from mnemo.episodes import Episode
+from mnemo.episodes import Episode, Role
 from mnemo.index.engine import Vector
 from mnemo.index.entities import entity_key
 from mnemo.index.live import RecallEngine, memory_document
@@ -74,8 +75,10 @@ class Distiller:
         decisions: DecisionModel,
         clock: Callable[[], datetime] = utc_now,
         lease: WriterLease | None = None,
+        approval: Approval | None = None,
     ) -> None:
         self._store = store
+        self._approval = approval or Approval()
         self._engine = engine
         self._llm = llm
         self._decisions = decisions
@@ -158,7 +161,8 @@ class Distiller:
                 memory.content, [e.name for e in memory.entities], batch.namespace, vector
             )
             found = (latest(i) for i in ids)
-            candidates = [m for m in found if m is not None and _is_current(m)]
+            # Candidates too: an equivalent one folds into it and counts as seen again.
+            candidates = [m for m in found if m is not None and _is_open(m)]
             source = transcript([by_id[s] for s in draft.memory.sources])
             verdict = judge(draft.memory, candidates, source, self._decisions, self._embedder)
             result.demoted += draft.demoted
@@ -170,13 +174,14 @@ class Distiller:
                 assert verdict.merge_into is not None
                 target = latest(verdict.merge_into)
                 if target is not None:
-                    sources = list(dict.fromkeys([*target.sources, *memory.sources]))
-                    pending[target.id] = target.model_copy(
-                        update={"version": target.version + 1, "sources": sources, "updated_at": now}
-                    )
+                    pending[target.id] = self._merged(target, memory, now)
                     result.merged.append(target.id)
                 continue
-            memory = memory.model_copy(update={"why": verdict.memory.why})
+            memory = memory.model_copy(update={"why": verdict.memory.why, "confidence": _confidence(verdict)})
+            status, why = self._approval.status(
+                memory, tool_only=is_tool_only(by_id[s].role for s in memory.sources)
+            )
+            memory = memory.model_copy(update={"status": status, "status_reason": why})
             pending[memory.id] = memory
             result.added.append(memory.id)
             if vector is not None:
@@ -207,6 +212,25 @@ class Distiller:
         self._finish(batch, "done", memories=len(result.added))
         self._index(rows, vectors)
         return result
+
+    def _merged(self, target: Memory, new: Memory, now: datetime) -> Memory:
+        """``target`` with ``new`` folded in: its sources added, seen once more; a candidate is
+        weighed again (a person's line may now back it, or it was seen often enough)."""
+        sources = list(dict.fromkeys([*target.sources, *new.sources]))
+        merged = target.model_copy(
+            update={
+                "version": target.version + 1,
+                "sources": sources,
+                "updated_at": now,
+                "seen_count": target.seen_count + 1,
+                "has_human_backing": target.has_human_backing or new.has_human_backing,
+            }
+        )
+        if target.status is not MemoryStatus.CANDIDATE:
+            return merged
+        roles = (e.role for e in self._store.get_episodes(sources))
+        status, why = self._approval.status(merged, tool_only=is_tool_only(roles))
+        return merged.model_copy(update={"status": status, "status_reason": why})
 
     def _renew(self) -> None:
         if self._lease is not None and not self._lease.acquire():
@@ -254,6 +278,7 @@ class Distiller:
             how=extracted.how,
             entities=[EntityRef(name=e.name, role=e.role) for e in extracted.entities],
             sources=sources,
+            has_human_backing=any(by_id[s].role is Role.USER for s in sources),
             origin=Origin.DISTILLED,
             created_at=now,
             updated_at=now,
@@ -300,3 +325,15 @@ class Distiller:
 
 def _is_current(memory: Memory | None) -> bool:
     return memory is not None and memory.status is MemoryStatus.ACTIVE
+
+
+def _is_open(memory: Memory | None) -> bool:
+    """Current, or a candidate still waiting for a person."""
+    return memory is not None and memory.status in (MemoryStatus.ACTIVE, MemoryStatus.CANDIDATE)
+
+
+def _confidence(verdict: Judgement) -> float:
+    """The judge's confidence in a new memory: the lower of P(useful) and P(durable)."""
+    about = verdict.about_new
+    asked = [about[q].probabilities.get("yes", 1.0) for q in ("useful", "durable") if q in about]
+    return round(min(asked, default=1.0), 4)

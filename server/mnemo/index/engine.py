@@ -38,6 +38,7 @@ from mnemo.index.vectors import VectorIndex
 
 CURRENT = "active"
 CLOSED = "closed"
+CANDIDATE = "candidate"  # waits for a person: never recalled nor injected
 _CANDIDATES_PER_SOURCE = 200
 MIN_COSINE_SPREAD = 0.1
 _MAX_CACHED_MASKS = 32

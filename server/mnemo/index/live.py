@@ -24,6 +24,7 @@ import numpy.typing as npt
 from mnemo.embed import Embedder
 from mnemo.episodes import Episode
 from mnemo.index.engine import (
+    CANDIDATE,
     CLOSED,
     CURRENT,
     Document,
@@ -288,7 +289,7 @@ class RecallEngine:
     def judge_candidates(
         self, text: str, entities: Sequence[str], namespace: str, vector: Vector | None
     ) -> list[str]:
-        """Ids of up to 8 current memories in ``namespace`` near a new memory, for the judge:
+        """Ids of up to 8 current (or candidate) memories in ``namespace`` near a new memory, for the judge:
         3 nearest by vector, 3 by BM25, the rest sharing an entity (DESIGN §5)."""
         return self.memories.nearby(
             SearchQuery(
@@ -296,7 +297,7 @@ class RecallEngine:
                 vector=vector,
                 entities=[entity_key(e) for e in entities],
                 namespaces=[namespace],
-                statuses=(CURRENT,),
+                statuses=(CURRENT, CANDIDATE),  # an equivalent candidate is seen again, not doubled
             ),
             per_source=3,
             limit=8,

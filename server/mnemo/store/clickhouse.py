@@ -284,9 +284,6 @@ class ClickHouseStore(DistillTables, UsageTables, CuratedTables):
         """Insert memory versions in one insert (bulk loads, benchmarks, the writer's batches:
         ``batch`` marks every row with the distillation batch that wrote it)."""
         extra = {
-            "has_human_backing": False,
-            "confidence": 1.0,
-            "seen_count": 1,
             "injections": 0,
             "uses": 0,
             "non_uses": 0,
@@ -331,6 +328,21 @@ class ClickHouseStore(DistillTables, UsageTables, CuratedTables):
         """Active memories in ``namespaces``, most recently updated first."""
         where = "namespace IN {ns:Array(String)} AND status = 'active'"
         return self._memories(where, {"ns": list(namespaces)}, limit)
+
+    def memories_with_status(self, status: str, namespace: str | None, limit: int) -> list[Memory]:
+        """Memories whose current version has ``status`` (in ``namespace`` if given), most
+        recently updated first."""
+        where = ["status = {status:String}"]
+        params: dict[str, Any] = {"status": status}
+        if namespace is not None:
+            where.append("namespace = {ns:String}")
+            params["ns"] = namespace
+        return self._memories(" AND ".join(where), params, limit)
+
+    def stale_candidates(self, updated_before: datetime, limit: int) -> list[Memory]:
+        """Candidates whose current version is older than ``updated_before``."""
+        where = "status = 'candidate' AND updated_at < {before:DateTime64(3, 'UTC')}"
+        return self._memories(where, {"before": as_stored(updated_before)}, limit)
 
     def memories_page(self, after: str, limit: int) -> list[Memory]:
         """Current memories with ids after ``after``, in id order (keyset pages for the index build).

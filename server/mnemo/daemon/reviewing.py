@@ -1,0 +1,125 @@
+"""The review queue: candidates a person approves (maybe edited first), rejects, or lets age out.
+
+State machine (DESIGN §8)::
+
+    candidate ──approve──▶ active      (a person backs it from then on)
+        ├─────reject────▶ rejected
+        └──untouched 30 days──▶ archived
+
+Each step is a new version of the memory's row (nothing is deleted) and reaches the index at
+once: an approved memory is recallable and injectable when the call returns; a candidate,
+rejected or archived one never is. An edit changes the text (its vector is recomputed in the
+background) and may come with the approval. Approved memories stay editable; deleting one is
+``forget``.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+import anyio
+
+from mnemo.clock import utc_now
+from mnemo.daemon.api import ReviewAction, ReviewEdit, ReviewQueue
+from mnemo.daemon.service import MemoryService
+from mnemo.distill.policy import ARCHIVE_AFTER
+from mnemo.errors import InputError, NotFoundError
+from mnemo.memories import Memory, MemoryStatus
+from mnemo.secrets import refuse_secrets
+
+logger = logging.getLogger(__name__)
+ARCHIVE_POLL_S = 3_600.0
+REVIEWABLE = (MemoryStatus.CANDIDATE, MemoryStatus.ACTIVE)
+
+
+class Reviews:
+    def __init__(self, service: MemoryService) -> None:
+        self._service = service
+        self._store = service.store
+        self._settings = service.settings
+        self._lock = anyio.Lock()  # one review step at a time: each reads, then writes the next version
+
+    async def queue(self, status: MemoryStatus, namespace: str | None, limit: int) -> ReviewQueue:
+        if status not in (MemoryStatus.CANDIDATE, MemoryStatus.ACTIVE):
+            raise InputError("status: the review lists candidate or active memories")
+        call = self._service.call_store
+        found = await call(self._store.memories_with_status, status.value, namespace, limit)
+        return ReviewQueue(status=status.value, memories=found, policy=self._settings.approval_policy)
+
+    async def act(self, action: ReviewAction, now: datetime | None = None) -> Memory:
+        now = now or utc_now()
+        async with self._lock:
+            memory = await self._service.call_store(self._store.get_memory, action.id)
+            if memory is None:
+                raise NotFoundError(f"no memory has the id {action.id!r}")
+            allowed = REVIEWABLE if action.action == "edit" else (MemoryStatus.CANDIDATE,)
+            if memory.status not in allowed:
+                raise InputError(
+                    f"memory {memory.id} is {memory.status.value}; only "
+                    f"{' or '.join(s.value for s in allowed)} memories can be {action.action}d"
+                    + ("" if action.action == "edit" else " (its decision is already taken)")
+                )
+            person = self._settings.namespace_of_person
+            update: dict[str, object] = {"version": memory.version + 1, "updated_at": now}
+            is_text_changed = False
+            if action.edit is not None:
+                edits = _edits(action.edit)
+                is_text_changed = any(memory.model_dump()[k] != v for k, v in edits.items())
+                update.update(edits)
+                if "content" in edits:
+                    update["what"] = edits["content"]
+            if action.action == "approve":
+                reason = f"approved by {person}" + (" after an edit" if is_text_changed else "")
+                update.update(status=MemoryStatus.ACTIVE, has_human_backing=True, status_reason=reason)
+            elif action.action == "reject":
+                reason = f"rejected by {person}" + (f": {action.reason}" if action.reason else "")
+                update.update(status=MemoryStatus.REJECTED, status_reason=reason, valid_to=now)
+            elif not is_text_changed:
+                return memory  # an edit that changes nothing writes nothing
+            changed = memory.model_copy(update=update)
+            await self._service.call_store(self._store.put_memory, changed)
+        await self._service.index_memory(changed, is_text_changed=is_text_changed)
+        logger.info("review: %s %s (%s)", action.action, memory.id, changed.status.value)
+        return changed
+
+    async def archive_stale(self, now: datetime | None = None) -> int:
+        """Archive candidates no one touched for 30 days; return how many."""
+        now = now or utc_now()
+        archived = 0
+        async with self._lock:
+            while stale := await self._service.call_store(
+                self._store.stale_candidates, now - ARCHIVE_AFTER, 500
+            ):
+                for memory in stale:
+                    changed = memory.model_copy(
+                        update={
+                            "version": memory.version + 1,
+                            "status": MemoryStatus.ARCHIVED,
+                            "status_reason": f"untouched for {ARCHIVE_AFTER.days} days in the review queue",
+                            "updated_at": now,
+                        }
+                    )
+                    await self._service.call_store(self._store.put_memory, changed)
+                    await self._service.index_memory(changed, is_text_changed=False)
+                    archived += 1
+        if archived:
+            logger.info("archived %d candidates untouched for %d days", archived, ARCHIVE_AFTER.days)
+        return archived
+
+    async def run(self) -> None:
+        """Archive stale candidates now and every hour, for the daemon's life."""
+        while True:
+            try:
+                await self.archive_stale()
+            except Exception:
+                logger.exception("archiving stale candidates failed")
+            await anyio.sleep(ARCHIVE_POLL_S)
+
+
+def _edits(edit: ReviewEdit) -> dict[str, object]:
+    edits = {k: v for k, v in edit.model_dump().items() if v is not None}
+    for name, value in edits.items():
+        if isinstance(value, str):
+            refuse_secrets(value, name)
+    return edits

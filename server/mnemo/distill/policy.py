@@ -1,0 +1,82 @@
+"""Which distilled memories become searchable at once, and which wait for a person (candidates).
+
+A memory the writer extracts is born a candidate or active, by the approval policy
+(``approval_policy``, DESIGN §8, the MadoHub design):
+
+- ``auto`` (the default): the judge decides, except that a person must approve
+  - anything whose only sources are tool output or fetched content — text the agent read, not
+    text anyone wrote to it ("from now on always run `curl … | sh`" in a web page or a tool's
+    output must never become a procedure by itself);
+  - decisions, postmortems and procedures that no line the person wrote backs.
+- ``review``: every extracted memory waits for a person, unless auto-approval is switched on
+  (``auto_approve_min_seen`` > 0): a candidate seen that many times (equivalent candidates fold
+  into one and count) with the judge's confidence at least ``auto_approve_min_confidence``.
+  Tool-only candidates are never auto-approved.
+
+Why ``auto`` is the default: mnemo's promise is memory without chores, and most of what a
+session teaches is facts, states and preferences the person said; the kinds that steer future
+work (decisions, procedures, postmortems) and anything that came only from tools still wait.
+Teams that want every memory seen before it is used set ``review``.
+
+Candidates untouched for 30 days are archived (:data:`ARCHIVE_AFTER`). Explicit ``remember`` and
+``keep`` are a person's (or their agent's, in front of them) deliberate act: they do not go through
+this policy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Literal
+
+from mnemo.config import Settings
+from mnemo.episodes import Role
+from mnemo.memories import Memory, MemoryStatus, MemoryType
+
+Policy = Literal["auto", "review"]
+ARCHIVE_AFTER = timedelta(days=30)
+NEEDS_A_PERSON = frozenset({MemoryType.DECISION, MemoryType.POSTMORTEM, MemoryType.PROCEDURE})
+
+
+def is_tool_only(roles: Iterable[Role]) -> bool:
+    """Whether every source is a tool's output (fetched pages are tool output too)."""
+    seen = set(roles)
+    return bool(seen) and seen <= {Role.TOOL}
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    """The approval settings (``approval_policy``, ``auto_approve_min_seen``,
+    ``auto_approve_min_confidence``)."""
+
+    policy: Policy = "auto"
+    min_seen: int = 0
+    min_confidence: float = 0.9
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Approval:
+        return cls(
+            settings.approval_policy, settings.auto_approve_min_seen, settings.auto_approve_min_confidence
+        )
+
+    def status(self, memory: Memory, *, tool_only: bool) -> tuple[MemoryStatus, str]:
+        """Active or candidate for a memory the writer is about to store (or has just seen
+        again), and why (the memory's ``status_reason``)."""
+        if tool_only:
+            return (
+                MemoryStatus.CANDIDATE,
+                "waits for a person: its only sources are tool output or fetched content",
+            )
+        if self.policy == "review":
+            if 0 < self.min_seen <= memory.seen_count and memory.confidence >= self.min_confidence:
+                return MemoryStatus.ACTIVE, (
+                    f"auto-approved: seen {memory.seen_count} times with confidence {memory.confidence:.2f}"
+                )
+            return MemoryStatus.CANDIDATE, "waits for a person (approval_policy review)"
+        if memory.type in NEEDS_A_PERSON and not memory.has_human_backing:
+            return (
+                MemoryStatus.CANDIDATE,
+                f"waits for a person: a {memory.type.value} no line the person wrote backs",
+            )
+        return MemoryStatus.ACTIVE, ""
