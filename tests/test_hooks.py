@@ -372,3 +372,31 @@ def test_pre_compact_distils_the_session_now_and_session_end_marks_it_ended(
     assert (code, stdout) == (0, "")
     stats = json.loads(configured.mnemo("stats", "--json").stdout)
     assert stats["sessions"] == 1
+
+
+def _git_repo(path: Path, remote: str) -> Path:
+    path.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    subprocess.run(["git", "-C", str(path), "remote", "add", "origin", remote], check=True)
+    return path
+
+
+def test_a_workspaces_memories_are_never_injected_in_another_workspace(home: Home, tmp_path: Path) -> None:
+    repo_a = _git_repo(tmp_path / "billing", "git@github.com:shop/billing.git")
+    repo_b = _git_repo(tmp_path / "storefront", "https://github.com/shop/storefront.git")
+    fact = "The billing service retries a failed charge three times, an hour apart"
+    home.mnemo("remember", fact, "--type", "fact", "--namespace", "workspace:github.com/shop/billing")
+    home.mnemo("remember", "Answers should be short", "--type", "preference")  # the person's: everywhere
+    question = "how many times do we retry a failed charge?"
+
+    def injected(event: str, session: str, repo: Path, **fields: Any) -> str:
+        stdout, _, code = hook(home, event, event_input(event, session, cwd=str(repo), **fields))
+        assert code == 0
+        return context_of(stdout)
+
+    in_b = injected("SessionStart", "s-b", repo_b)
+    in_b += injected("UserPromptSubmit", "s-b", repo_b, prompt=question)
+    assert "Answers should be short" in in_b and fact not in in_b
+    in_a = injected("SessionStart", "s-a", repo_a)
+    in_a += injected("UserPromptSubmit", "s-a", repo_a, prompt=question)
+    assert fact in in_a

@@ -133,6 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = commands.add_parser("review", help="the review queue: list, approve, reject or edit candidates")
     actions = p.add_subparsers(dest="action", metavar="ACTION")
+    a = actions.add_parser("url", help="the review page's address, with your secret (--open: in a browser)")
+    a.add_argument("--open", action="store_true", help="open it in the default browser")
     a = actions.add_parser("list", help="the pending candidates (the default), or --approved memories")
     a.add_argument("--approved", action="store_true", help="list approved (active) memories instead")
     a.add_argument("--namespace", help="only this namespace")
@@ -646,6 +648,16 @@ def cmd_keep(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_review(args: argparse.Namespace, settings: Settings) -> int:
+    if args.action == "url":
+        page = _with_client(settings, lambda c: c.review_url())
+        if not page.url:
+            raise MnemoError(f"no review page: {page.reason}")
+        _write(page.url)
+        if args.open:
+            import webbrowser  # noqa: PLC0415 - only for --open
+
+            webbrowser.open(page.url)
+        return EXIT_OK
     if args.action == "list":
         status = "active" if args.approved else "candidate"
         queue = _with_client(settings, lambda c: c.review_queue(status, args.namespace))

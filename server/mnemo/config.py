@@ -151,6 +151,12 @@ class Settings(BaseModel):
         le=1,
         description="With auto_approve_min_seen: the judge's confidence a candidate must also have.",
     )
+    review_port: int = Field(
+        default=0,
+        ge=0,
+        le=65_535,
+        description="TCP port of the review page on 127.0.0.1 (0: one the system picks at each start).",
+    )
     decision_fallback_confidence: float = Field(
         default=0.7,
         gt=0.5,

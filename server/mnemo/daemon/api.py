@@ -248,3 +248,10 @@ class ReviewQueue(BaseModel):
     status: str = Field(description="The status listed: candidate (the queue) or active (approved).")
     memories: list[Memory]
     policy: str = Field(description="approval_policy: auto or review.")
+
+
+class ReviewUrl(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    url: str = Field(description="The review page's address with this user's secret ('' when not served).")
+    reason: str = Field(default="", description="Why there is no page, when url is ''.")

@@ -14,6 +14,7 @@ Routes (all JSON, all under ``/v1``)::
     POST /v1/keep                      KeepRequest → KeepResult (add, replace, remove)
     POST /v1/keep/import               KeepImportRequest → KeepResult (a project set from its file)
     GET  /v1/review?status=&namespace= the review queue (candidates) or the approved memories
+    GET  /v1/review/url                the review page's address with the user's secret
     POST /v1/review                    ReviewAction → Memory (approve, reject, edit)
     POST /v1/hooks/<Event>?client=     the host's hook JSON → text/plain: what the hook prints
     GET  /v1/stats?days=30             memory injected and used over the last days (mnemo stats)
@@ -42,6 +43,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from mnemo.daemon import review_page
 from mnemo.daemon.api import (
     WORKSPACE_PATTERN,
     AppendRequest,
@@ -51,8 +53,10 @@ from mnemo.daemon.api import (
     KeepImportRequest,
     KeepRequest,
     ReviewAction,
+    ReviewUrl,
 )
 from mnemo.daemon.hooks import HookService
+from mnemo.daemon.review_page import ReviewGate
 from mnemo.daemon.reviewing import Reviews
 from mnemo.daemon.service import MemoryService
 from mnemo.errors import InputError, MnemoError, describe_validation_error
@@ -132,8 +136,12 @@ def build_app(
     activity: Activity,
     idle_s: float,
     request_exit: Callable[[], None],
+    review_token: str = "",
+    review_url: ReviewUrl | None = None,
 ) -> ASGIApp:
-    """The ASGI app; its lifespan runs the episode writer, the usage audit and the idle watcher."""
+    """The ASGI app; its lifespan runs the episode writer, the usage audit and the idle watcher.
+    With ``review_token``, the review page's routes too, behind :class:`ReviewGate` (which is
+    what stands between them and a TCP connection)."""
     hooks = HookService(service)
     reviews = Reviews(service)
 
@@ -211,6 +219,9 @@ def build_app(
     async def review(request: Request) -> Response:
         return _json(await reviews.act(await _parse(request, ReviewAction)))
 
+    async def page_url(request: Request) -> Response:
+        return _json(review_url or ReviewUrl(url="", reason="this daemon serves no review page"))
+
     async def judge_log(request: Request) -> Response:
         try:
             limit = int(request.query_params.get("limit", "20"))
@@ -268,13 +279,15 @@ def build_app(
             Route("/v1/keep", keep, methods=["POST"]),
             Route("/v1/keep/import", keep_import, methods=["POST"]),
             Route("/v1/review", review_queue, methods=["GET"]),
+            Route("/v1/review/url", page_url, methods=["GET"]),
             Route("/v1/review", review, methods=["POST"]),
             Route("/v1/hooks/{event}", hook, methods=["POST"]),
             Route("/v1/stats", usage_stats, methods=["GET"]),
             Route("/v1/judge-log", judge_log, methods=["GET"]),
             Route("/v1/shutdown", shutdown, methods=["POST"]),
+            *(review_page.routes(service, reviews, service.settings, review_token) if review_token else []),
         ],
         exception_handlers=handlers,
         lifespan=lifespan,
     )
-    return ActivityMiddleware(app, activity)
+    return ReviewGate(ActivityMiddleware(app, activity), review_token)

@@ -33,6 +33,7 @@ from mnemo.daemon.api import (
     KeptSets,
     ReviewAction,
     ReviewQueue,
+    ReviewUrl,
     Stats,
     Status,
 )
@@ -145,6 +146,9 @@ class DaemonClient:
         narrowed = {"namespace": namespace} if namespace else {}
         query = urlencode({"status": status, "limit": limit, **narrowed})
         return await self._request("GET", f"/v1/review?{query}", None, ReviewQueue)
+
+    async def review_url(self) -> ReviewUrl:
+        return await self._request("GET", "/v1/review/url", None, ReviewUrl)
 
     async def review(self, action: ReviewAction) -> Memory:
         return await self._request("POST", "/v1/review", action, Memory, is_idempotent=False)

@@ -13,6 +13,7 @@ import logging
 import logging.handlers
 import os
 import signal
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,8 +22,10 @@ import anyio
 import uvicorn
 
 from mnemo.config import Settings
+from mnemo.daemon.api import ReviewUrl
 from mnemo.daemon.app import Activity, build_app
 from mnemo.daemon.launcher import accepts_connections
+from mnemo.daemon.review_page import TOKEN_FILE, new_token
 from mnemo.daemon.rundir import ensure_private_dir, try_lock
 from mnemo.daemon.service import MemoryService
 from mnemo.embed import load_embedder
@@ -109,11 +112,20 @@ def _serve_holding_lock(settings: Settings) -> int:
             if server is not None:
                 server.should_exit = True
 
-        app = build_app(service, activity=activity, idle_s=settings.daemon_idle_s, request_exit=request_exit)
+        sockets, review_url = _bind(settings)
+        token = new_token(settings.run_dir) if review_url is not None else ""
+        url = None if review_url is None else ReviewUrl(url=f"{review_url}?token={token}")
+        app = build_app(
+            service,
+            activity=activity,
+            idle_s=settings.daemon_idle_s,
+            request_exit=request_exit,
+            review_token=token,
+            review_url=url or ReviewUrl(url="", reason="its port could not be bound (see the daemon's log)"),
+        )
         server = _Server(
             uvicorn.Config(
                 app=app,
-                uds=str(settings.socket_path),
                 log_config=None,
                 access_log=False,
                 lifespan="on",
@@ -123,13 +135,34 @@ def _serve_holding_lock(settings: Settings) -> int:
                 timeout_keep_alive=int(settings.daemon_idle_s) + 60,
             )
         )
-        anyio.run(server.serve)
+        anyio.run(server.serve, sockets)
     finally:
         settings.socket_path.unlink(missing_ok=True)
+        (settings.run_dir / TOKEN_FILE).unlink(missing_ok=True)
         settings.pid_path.unlink(missing_ok=True)
         store.close()
         logger.info("daemon %d stopped", os.getpid())
     return 0
+
+
+def _bind(settings: Settings) -> tuple[list[socket.socket], str | None]:
+    """The API's unix socket and the review page's TCP socket on 127.0.0.1, bound, not yet
+    listening (uvicorn listens once the app has started, so clients are refused until then);
+    the page's address, or None when its port could not be bound."""
+    api = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    api.bind(str(settings.socket_path))
+    os.chmod(settings.socket_path, 0o666)  # as uvicorn makes it: the 0700 directory is the guard
+    page = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    page.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        page.bind(("127.0.0.1", settings.review_port))
+    except OSError as exc:
+        page.close()
+        logger.warning("no review page: cannot bind 127.0.0.1:%d (%s)", settings.review_port, exc)
+        return [api], None
+    port = page.getsockname()[1]
+    logger.info("review page on http://127.0.0.1:%d/review (mnemo review url)", port)
+    return [api, page], f"http://127.0.0.1:{port}/review"
 
 
 def _write_start_failure(path: Path, message: str) -> None:

@@ -470,9 +470,10 @@ class MemoryService:
         stored = iter(await self.writer.submit(accepted) if accepted else [])
         return [r if r is not None else next(stored) for r in results]
 
-    async def remember(self, request: RememberRequest) -> Memory:
+    async def remember(self, request: RememberRequest, *, manual: bool = False) -> Memory:
         """Store an explicit memory, with a note episode holding its text as its source. Refuses
-        (SecretError) content holding a credential."""
+        (SecretError) content holding a credential. ``manual``: a person typed it (the review
+        page), so a person backs it."""
         for name in ("content", "what", "who", "when", "where", "why", "how"):
             refuse_secrets(getattr(request, name), name)
         for entity in request.entities:
@@ -482,8 +483,8 @@ class MemoryService:
             EpisodeIn(
                 kind=EpisodeKind.NOTE,
                 text=request.content,
-                who="remember",
-                role=Role.ASSISTANT,
+                who="review page" if manual else "remember",
+                role=Role.USER if manual else Role.ASSISTANT,
                 session=request.session,
                 namespace=namespace,
             )
@@ -505,7 +506,8 @@ class MemoryService:
             how=request.how,
             entities=[EntityRef(name=e.name, role=e.role) for e in request.entities],
             sources=[note.id],
-            origin=Origin.EXPLICIT,
+            origin=Origin.MANUAL if manual else Origin.EXPLICIT,
+            has_human_backing=manual,
             created_at=now,
             updated_at=now,
             valid_from=now,

@@ -1,0 +1,200 @@
+"""The review page: the daemon serves it on 127.0.0.1, for this user only.
+
+The daemon listens on its unix socket (the API, reachable only by the user: the directory is
+0700) and, for the page, on a TCP port of 127.0.0.1 (``review_port``; 0: one the system picks).
+Any local user can connect to a TCP port, so everything that arrives over TCP goes through
+:class:`ReviewGate`:
+
+- only ``/review`` paths exist there (the API is never reachable over TCP);
+- the ``Host`` header must name 127.0.0.1 or localhost (a page on another site cannot reach it by
+  DNS rebinding);
+- the request must carry the per-user secret: ``mnemo review url`` prints (``--open`` opens) the
+  page's address with ``?token=…``; the page trades it for an HttpOnly, SameSite=Strict cookie
+  and drops it from the address bar;
+- every change is a POST with the header ``X-Mnemo-Review: 1``, which a form or a cross-site
+  request cannot send without a preflight the page never allows (no CORS).
+
+The secret is made at the daemon's start (``secrets.token_urlsafe``) and written to
+``run/review.token`` (0600) for the CLI; a restarted daemon has a new one.
+
+The page itself is one HTML document with a little JavaScript over ``/review/api/…``: the
+pending candidates (content, type, namespace, source, confidence, seen count) with
+edit-before-approve, approve and reject, and a link to each source turn; the approved memories by
+namespace, editable and deletable (forget); a form to add a memory by hand (the fourth way a
+candidate is born: a person's, so it is active at once); the approval settings. Keyboard: Tab
+moves between fields and buttons; on a candidate, ``a`` approves, ``r`` rejects, ``e`` edits;
+``j``/``k`` move between candidates.
+"""
+
+from __future__ import annotations
+
+import functools
+import hmac
+import html
+import json
+import logging
+import os
+import secrets
+from functools import cache
+from http.cookies import SimpleCookie
+from pathlib import Path
+from typing import TypeVar
+from urllib.parse import parse_qsl
+
+from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from mnemo.config import Settings
+from mnemo.daemon.api import ReviewAction
+from mnemo.daemon.reviewing import Reviews
+from mnemo.daemon.service import MemoryService
+from mnemo.errors import InputError, NotFoundError, describe_validation_error
+from mnemo.memories import MemoryStatus, MemoryType, RememberRequest
+
+logger = logging.getLogger(__name__)
+COOKIE = "mnemo_review"
+CHANGE_HEADER = "x-mnemo-review"
+TOKEN_FILE = "review.token"
+M = TypeVar("M", bound=BaseModel)
+
+
+def new_token(run_dir: Path) -> str:
+    """A fresh secret for this daemon's page, written for the CLI (0600)."""
+    token = secrets.token_urlsafe(32)
+    path = run_dir / TOKEN_FILE
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with open(fd, "w", encoding="utf-8") as out:
+        out.write(token + "\n")
+    return token
+
+
+class ReviewGate:
+    """Lets through, over TCP, only the page's paths, for a local Host, with the secret."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self._app = app
+        self._token = token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        server = scope.get("server")
+        if scope["type"] != "http" or server is None or server[1] is None:  # the unix socket
+            await self._app(scope, receive, send)
+            return
+        refusal = self._refusal(scope)
+        if refusal is None:
+            await self._app(scope, receive, send)
+            return
+        status, message = refusal
+        logger.info("review page: refused %s %s: %s", scope.get("method"), scope.get("path"), message)
+        await Response(message + "\n", status_code=status, media_type="text/plain")(scope, receive, send)
+
+    def _refusal(self, scope: Scope) -> tuple[int, str] | None:
+        path: str = scope.get("path", "")
+        if path != "/review" and not path.startswith("/review/"):
+            return 404, "not found"
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        host = headers.get("host", "").rsplit(":", 1)[0].strip("[]")
+        if host not in ("127.0.0.1", "localhost"):
+            return 403, "this page answers only on 127.0.0.1"
+        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+        cookie = SimpleCookie(headers.get("cookie", ""))
+        offered = cookie[COOKIE].value if COOKIE in cookie else query.get("token", "")
+        if not offered or not hmac.compare_digest(offered, self._token):
+            return 403, "open the review page with `mnemo review url --open` (it carries your secret)"
+        if scope.get("method") not in ("GET", "HEAD") and headers.get(CHANGE_HEADER) != "1":
+            return 403, "changes must come from the review page"
+        return None
+
+
+def routes(service: MemoryService, reviews: Reviews, settings: Settings, token: str) -> list[Route]:
+    """The page's routes (mounted in the daemon's app; reached over TCP through the gate)."""
+
+    async def page(request: Request) -> Response:
+        if "token" in request.query_params:  # trade the secret in the address for a cookie
+            response: Response = RedirectResponse("/review", status_code=303)
+            response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/review")
+            return response
+        return HTMLResponse(_page().replace("__TYPES__", json.dumps([t.value for t in MemoryType])))
+
+    async def state(request: Request) -> Response:
+        pending = await reviews.queue(MemoryStatus.CANDIDATE, None, 500)
+        approved = await reviews.queue(MemoryStatus.ACTIVE, None, 1_000)
+        return JSONResponse(
+            {
+                "person": settings.namespace_of_person,
+                "candidates": [m.model_dump(mode="json") for m in pending.memories],
+                "approved": [m.model_dump(mode="json") for m in approved.memories],
+                "settings": {
+                    "approval_policy": settings.approval_policy,
+                    "auto_approve_min_seen": settings.auto_approve_min_seen,
+                    "auto_approve_min_confidence": settings.auto_approve_min_confidence,
+                    "config_file": str(settings.config_file),
+                },
+            }
+        )
+
+    async def act(request: Request) -> Response:
+        action = _parsed(ReviewAction, await request.body())
+        return JSONResponse((await reviews.act(action)).model_dump(mode="json"))
+
+    async def forget(request: Request) -> Response:
+        body = json.loads(await request.body() or b"{}")
+        reason = str(body.get("reason") or "deleted on the review page")
+        memory = await service.forget(str(body.get("id", "")), reason)
+        return JSONResponse(memory.model_dump(mode="json"))
+
+    async def add(request: Request) -> Response:
+        remembered = _parsed(RememberRequest, await request.body())
+        return JSONResponse((await service.remember(remembered, manual=True)).model_dump(mode="json"))
+
+    async def episode(request: Request) -> Response:
+        found = await service.call_store(service.store.get_episodes, [request.path_params["id"]])
+        if not found:
+            raise NotFoundError(f"no episode has the id {request.path_params['id']!r}")
+        e = found[0]
+        turn = [e]
+        if e.session and e.turn is not None:
+            store = service.store
+            read = functools.partial(
+                store.session_episodes, e.session, from_turn=e.turn, to_turn=e.turn, namespace=None, limit=50
+            )
+            turn = await service.call_store(read)
+        rows = "".join(
+            f'<section class="{"focus" if x.id == e.id else ""}"><h2>{html.escape(x.role.value)} · '
+            f"{html.escape(x.who or '')} · {x.time:%Y-%m-%d %H:%M}</h2>"
+            f"<pre>{html.escape(x.text)}</pre></section>"
+            for x in turn
+        )
+        title = f"Session {html.escape(e.session or '-')}, turn {e.turn if e.turn is not None else '-'}"
+        return HTMLResponse(_EPISODE.format(title=title, rows=rows))
+
+    return [
+        Route("/review", page, methods=["GET"]),
+        Route("/review/api/state", state, methods=["GET"]),
+        Route("/review/api/act", act, methods=["POST"]),
+        Route("/review/api/forget", forget, methods=["POST"]),
+        Route("/review/api/add", add, methods=["POST"]),
+        Route("/review/episode/{id:path}", episode, methods=["GET"]),
+    ]
+
+
+@cache
+def _page() -> str:
+    return (Path(__file__).parent / "review_page.html").read_text(encoding="utf-8")
+
+
+def _parsed(model: type[M], body: bytes) -> M:
+    try:
+        return model.model_validate_json(body or b"{}")
+    except ValidationError as exc:
+        raise InputError(describe_validation_error(exc)) from None
+
+
+_EPISODE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>body{{font:15px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1000px;padding:1rem}}
+pre{{white-space:pre-wrap}} section.focus{{background:#f0f9ff}}</style></head>
+<body><h1>{title}</h1>{rows}</body></html>"""
