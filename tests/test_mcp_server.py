@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -17,6 +18,7 @@ from mnemo.daemon.client import DaemonClient
 from mnemo.episodes import EpisodeIn
 from tests.conftest import BIN, Home
 from tests.helpers import store_held_by_another_process, wait_for_vectors
+from tests.test_hooks import event_input, hook
 
 pytestmark = pytest.mark.anyio
 TOOLS = {"recall", "remember", "forget", "keep", "recall_episode"}
@@ -231,3 +233,32 @@ async def test_a_store_that_cannot_be_opened_is_a_tool_error_naming_it(home: Hom
         async with mcp_client(held) as client:
             message = error_text(await client.call_tool("recall", {"query": "anything"}))
     assert f"is open in another process (pid {holder_pid})" in message
+
+
+async def test_write_tools_are_refused_while_the_host_reports_plan_mode(home: Home) -> None:
+    """This test process is the host of both the MCP server and the hook processes it starts
+    (as Claude Code or Codex is of theirs): once its hooks report plan mode, the write tools are
+    refused by the daemon itself (the PreToolUse hook is the first line, this the second)."""
+
+    def prompt_hook(mode: str) -> None:
+        payload = event_input("UserPromptSubmit", "s-plan", permission_mode=mode, prompt="plan the release")
+        assert hook(home, "UserPromptSubmit", payload)[2] == 0
+
+    async with mcp_client(home) as client:
+        tabs = {"content": "Tabs in Makefiles", "type": "fact"}
+        kept = structured(await client.call_tool("remember", tabs))
+        await anyio.to_thread.run_sync(prompt_hook, "plan")
+        calls: list[tuple[str, dict[str, Any]]] = [
+            ("remember", {"content": "Spaces everywhere else", "type": "fact"}),
+            ("forget", {"id": kept["id"], "reason": "changed our minds"}),
+            ("keep", {"scope": "user", "action": "add", "content": "Answer briefly."}),
+        ]
+        for name, arguments in calls:
+            assert "does not write in plan mode" in error_text(await client.call_tool(name, arguments)), name
+        recalled = structured(await client.call_tool("recall", {"query": "Makefiles tabs"}))
+        assert recalled["memories"][0]["memory"]["id"] == kept["id"]  # reads go on; nothing was forgotten
+        await anyio.to_thread.run_sync(prompt_hook, "default")
+        assert structured(await client.call_tool(*calls[0]))["content"] == "Spaces everywhere else"
+    # The CLI is no agent host's tool: it writes whatever mode the hooks report.
+    await anyio.to_thread.run_sync(prompt_hook, "plan")
+    assert "remembered" in home.mnemo("remember", "Deploys on Thursdays", "--type", "fact").stdout

@@ -123,12 +123,13 @@ def test_approve_edit_reject_add_and_delete_on_the_page(home: Home, page_url: st
         try:
             page = browser.new_page()
             page.goto(page_url)
-            assert page.url.endswith("/review")  # the secret left the address bar for a cookie
+            expect(page.locator("#who")).to_contain_text("person:tester")
+            assert page.url.endswith("/review")  # the secret left the address bar
             cards = page.locator("#pending article")
             expect(cards).to_have_count(3)
             first = page.locator('article[data-id="mem_page_edit_0001"]')
             expect(first).to_contain_text("seen 3× · confidence 0.82")
-            expect(first.locator("a")).to_have_attribute("href", "/review/episode/ep_source_1")
+            expect(first.locator("a")).to_have_text("ep_source_1")
 
             # Edit before approving.
             first.locator("textarea").fill("Deploys run `make ship` from the release branch")
@@ -183,12 +184,10 @@ def test_approve_edit_reject_add_and_delete_on_the_page(home: Home, page_url: st
             assert _state(home)[1]["mem_page_edit_0001"].namespace == "workspace:github.com/shop/api"
 
             # The source turn opens from its link.
-            with page.expect_popup() as popup:
-                first.locator("a").first.click()
-            source = popup.value
-            expect(source.locator("h1")).to_have_text("Session s-src, turn 2")
-            expect(source.locator("section.focus")).to_contain_text("Install: curl get.example.sh | sh")
-            expect(source.locator("body")).to_contain_text("read the install page")  # the whole turn
+            first.locator("a").first.click()
+            expect(page.locator("#source h2")).to_have_text("Session s-src, turn 2")
+            expect(page.locator("#source section.focus")).to_contain_text("Install: curl get.example.sh | sh")
+            expect(page.locator("#source")).to_contain_text("read the install page")  # the whole turn
         finally:
             browser.close()
 
@@ -203,28 +202,30 @@ def _get(url: str, headers: dict[str, str] | None = None, data: bytes | None = N
 
 
 def test_the_page_refuses_requests_without_the_users_secret(home: Home, page_url: str) -> None:
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     base, token = page_url.split("/review?token=")
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
         try:
-            page = browser.new_page()
-            response = page.goto(f"{base}/review")
-            assert response is not None and response.status == 403
-            assert "mnemo review url --open" in page.content()
-            response = page.goto(f"{base}/review?token={token[:-2]}xx")
-            assert response is not None and response.status == 403
+            for address in (f"{base}/review", f"{base}/review?token={token[:-2]}xx"):
+                page = browser.new_page()
+                page.goto(address)
+                expect(page.locator("#status")).to_contain_text("mnemo review url --open")
+                expect(page.locator("#pending article")).to_have_count(0)
+                page.close()
         finally:
             browser.close()
+    secret = {"X-Mnemo-Review": token}
     assert _get(f"{base}/review/api/state")[0] == 403
-    assert _get(f"{base}/review/api/state?token={token}")[0] == 200
-    cookie = {"Cookie": f"mnemo_review={token}"}
+    assert _get(f"{base}/review/api/state?token={token}")[0] == 403  # only the header counts
+    assert _get(f"{base}/review/api/state", secret)[0] == 200
     # The API is not on the TCP port at all; a foreign Host is refused (DNS rebinding).
-    assert _get(f"{base}/v1/status?token={token}", cookie)[0] == 404
-    assert _get(f"{base}/review/api/state", {**cookie, "Host": "evil.example:80"})[0] == 403
-    # A change needs the page's header (no form or cross-site request can send it).
+    assert _get(f"{base}/v1/status", secret)[0] == 404
+    assert _get(f"{base}/review/api/state", {**secret, "Host": "evil.example:80"})[0] == 403
+    # A change without the secret (a form, another site) changes nothing.
     body = b'{"id": "mem_page_reject_01", "action": "reject"}'
-    status, text = _get(f"{base}/review/api/act", {**cookie, "Content-Type": "application/json"}, body)
-    assert status == 403 and "changes must come from the review page" in text
-    assert set(_state(home)[0]) == {m.id for m in CANDIDATES}  # nothing changed
+    forged = {"Content-Type": "application/json", "X-Mnemo-Review": "1"}
+    status, text = _get(f"{base}/review/api/act", forged, body)
+    assert status == 403 and "mnemo review url --open" in text
+    assert set(_state(home)[0]) == {m.id for m in CANDIDATES}

@@ -8,6 +8,7 @@ Everything mnemo raises on purpose derives from :class:`MnemoError`::
     │   ├── TooLargeError        content over a configured size cap                        → HTTP 413
     │   ├── SecretError          content holding a credential (names its kind, never its value)
     │   └── OverBudgetError      a keep edit that would pass its set's character budget
+    ├── NotAllowedError          a write the client's mode forbids (plan mode)             → HTTP 403
     ├── NotFoundError            an id that no stored row has                              → HTTP 404
     ├── NotAvailableError        a capability this version does not have yet              → HTTP 501
     ├── NotReadyError            the daemon is still building its index from the store    → HTTP 503
@@ -65,6 +66,12 @@ class SecretError(InputError):
 
 class OverBudgetError(InputError):
     """An edit would take a curated set over its character budget; nothing was changed."""
+
+
+class NotAllowedError(MnemoError):
+    """The client is in a mode that forbids this (a write in plan mode); nothing was changed."""
+
+    http_status = 403
 
 
 class NotFoundError(MnemoError):
@@ -126,6 +133,7 @@ ERRORS_BY_NAME: dict[str, type[MnemoError]] = {
         TooLargeError,
         SecretError,
         OverBudgetError,
+        NotAllowedError,
         NotFoundError,
         NotAvailableError,
         NotReadyError,

@@ -22,7 +22,7 @@ import os
 import sys
 import time
 
-from mnemo.paths import SPAWNED_NAME, Layout, hook_timeout_override, is_locked, layout
+from mnemo.paths import SPAWNED_NAME, Layout, hook_timeout_override, host_pid, is_locked, layout
 
 # Seconds the daemon may take, per event: inside the hosts' limits with room to spare (SessionEnd
 # has 1.5 s in Claude Code). MNEMO_HOOK_TIMEOUT_S overrides them all.
@@ -114,8 +114,9 @@ def _ask_daemon(where: Layout, event: str, client: str, body: bytes, deadline: f
             _spool(where, event, client, body)
             _start_daemon(where)
             raise ConnectionError("the daemon is not running: event spooled for it; starting it") from None
+        query = f"?host={host_pid()}" + (f"&client={client}" if client else "")
         head = (
-            f"POST /v1/hooks/{event}{'?client=' + client if client else ''} HTTP/1.1\r\n"
+            f"POST /v1/hooks/{event}{query} HTTP/1.1\r\n"
             "Host: mnemo\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
         )

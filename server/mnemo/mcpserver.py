@@ -39,6 +39,7 @@ from mnemo.memories import (
     RememberRequest,
     WText,
 )
+from mnemo.paths import host_pid
 from mnemo.recall import MAX_QUERY_CHARS, EpisodesResult, RecallEpisodeRequest, RecallRequest, RecallResult
 from mnemo.workspace import workspace_namespace
 
@@ -115,7 +116,7 @@ def build_server(settings: Settings) -> MCPServer[DaemonClient]:
 
     @asynccontextmanager
     async def lifespan(server: MCPServer[DaemonClient]) -> AsyncIterator[DaemonClient]:
-        async with DaemonClient(settings) as client, anyio.create_task_group() as tg:
+        async with DaemonClient(settings, host_pid=host_pid()) as client, anyio.create_task_group() as tg:
             tg.start_soon(_warm_up, client)  # start the daemon now, so the first call is fast
             yield client
             tg.cancel_scope.cancel()

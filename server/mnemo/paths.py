@@ -112,3 +112,29 @@ def is_locked(path: str | os.PathLike[str]) -> bool:
         return True
     os.close(fd)
     return False
+
+
+# Processes that stand between a host and what it starts: the shell a hook command runs in, uv
+# running `uvx mnemo-mcp`. The host (Claude Code, Codex) is the first ancestor that is none of them.
+_LAUNCHERS = frozenset({"sh", "dash", "bash", "zsh", "fish", "uv", "uvx", "env", "timeout"})
+
+
+def host_pid() -> int:
+    """The pid of the host that started this process (its hooks and its MCP server share it):
+    the parent, or, past any shell or launcher in between, the first ancestor that is not one.
+    Linux reads /proc; elsewhere it is the parent."""
+    pid = os.getppid()
+    for _ in range(4):
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as stat:
+                fields = stat.read()
+        except OSError:
+            return pid
+        name = fields[fields.index("(") + 1 : fields.rindex(")")]
+        if name not in _LAUNCHERS:
+            return pid
+        parent = int(fields[fields.rindex(")") + 2 :].split()[1])
+        if parent <= 1:
+            return pid
+        pid = parent
+    return pid

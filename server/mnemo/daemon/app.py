@@ -59,7 +59,7 @@ from mnemo.daemon.hooks import HookService
 from mnemo.daemon.review_page import ReviewGate
 from mnemo.daemon.reviewing import Reviews
 from mnemo.daemon.service import MemoryService
-from mnemo.errors import InputError, MnemoError, describe_validation_error
+from mnemo.errors import InputError, MnemoError, NotAllowedError, describe_validation_error
 from mnemo.memories import MemoryStatus, RememberRequest
 from mnemo.recall import RecallEpisodeRequest, RecallRequest
 
@@ -130,6 +130,14 @@ async def _unexpected_error(request: Request, exc: Exception) -> Response:
     )
 
 
+def _host_of(request: Request) -> int | None:
+    """The host process a request speaks for (hooks and the MCP server send ``?host=<pid>``)."""
+    try:
+        return int(request.query_params["host"])
+    except (KeyError, ValueError):
+        return None
+
+
 def build_app(
     service: MemoryService,
     *,
@@ -158,10 +166,19 @@ def build_app(
     async def query_episodes(request: Request) -> Response:
         return _json(await service.recall_episodes(await _parse(request, RecallEpisodeRequest)))
 
+    def refuse_in_plan_mode(request: Request) -> None:
+        if hooks.is_plan_mode(_host_of(request)):
+            raise NotAllowedError(
+                "mnemo does not write in plan mode (the client reported it for this session): "
+                "leave plan mode to store or change memories"
+            )
+
     async def remember(request: Request) -> Response:
+        refuse_in_plan_mode(request)
         return _json(await service.remember(await _parse(request, RememberRequest)))
 
     async def forget(request: Request) -> Response:
+        refuse_in_plan_mode(request)
         body = await _parse(request, ForgetRequest)
         return _json(await service.forget(body.id, body.reason))
 
@@ -177,6 +194,9 @@ def build_app(
         if not isinstance(payload, dict):
             raise InputError("the hook input must be a JSON object")
         event = request.path_params["event"]
+        host = _host_of(request)
+        if host is not None:
+            hooks.note_mode(host, payload)
         out = await hooks.handle(event, payload, request.query_params.get("client", ""))
         return Response(out, media_type="text/plain; charset=utf-8")
 
@@ -200,6 +220,7 @@ def build_app(
         return _json(await service.kept.sets(workspace))
 
     async def keep(request: Request) -> Response:
+        refuse_in_plan_mode(request)
         return _json(await service.kept.edit(await _parse(request, KeepRequest)))
 
     async def keep_import(request: Request) -> Response:

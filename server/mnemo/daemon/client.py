@@ -49,11 +49,15 @@ M = TypeVar("M", bound=BaseModel)
 
 
 class DaemonClient:
-    """``async with DaemonClient(settings) as client: await client.recall(...)``."""
+    """``async with DaemonClient(settings) as client: await client.recall(...)``.
 
-    def __init__(self, settings: Settings) -> None:
+    ``host_pid``: the agent host this client works for (the MCP server's); writes carry it, so
+    that the daemon refuses them while that host's hooks report plan mode."""
+
+    def __init__(self, settings: Settings, *, host_pid: int | None = None) -> None:
         self._settings = settings
         self._http: UnixHTTP | None = None
+        self._host = f"?host={host_pid}" if host_pid else ""
 
     async def __aenter__(self) -> Self:
         self._http = UnixHTTP(str(self._settings.socket_path))
@@ -113,11 +117,11 @@ class DaemonClient:
         return (await self._request("POST", "/v1/episodes", body, AppendResponse)).results
 
     async def remember(self, request: RememberRequest) -> Memory:
-        return await self._request("POST", "/v1/memories", request, Memory, is_idempotent=False)
+        return await self._request("POST", f"/v1/memories{self._host}", request, Memory, is_idempotent=False)
 
     async def forget(self, memory_id: str, reason: str) -> Memory:
         body = validated(ForgetRequest, {"id": memory_id, "reason": reason})
-        return await self._request("POST", "/v1/memories/forget", body, Memory)
+        return await self._request("POST", f"/v1/memories/forget{self._host}", body, Memory)
 
     async def recall(self, request: RecallRequest) -> RecallResult:
         return await self._request("POST", "/v1/recall", request, RecallResult)
@@ -135,7 +139,7 @@ class DaemonClient:
 
     async def keep(self, request: KeepRequest) -> KeepResult:
         # Not idempotent: an add sent twice is harmless, a replace or remove is not.
-        return await self._request("POST", "/v1/keep", request, KeepResult, is_idempotent=False)
+        return await self._request("POST", f"/v1/keep{self._host}", request, KeepResult, is_idempotent=False)
 
     async def import_kept(self, request: KeepImportRequest) -> KeepResult:
         return await self._request("POST", "/v1/keep/import", request, KeepResult)

@@ -59,6 +59,8 @@ CANDIDATES = 24  # memories ranked per injection, before the session's filters
 START_CANDIDATES = 300
 SUPPRESSED_TTL_S = 60.0
 SPOOL_POLL_S = 5.0
+# A host's reported permission mode counts this long (a pid is reused, eventually).
+MODE_TTL_S = 12 * 3_600.0
 # A live event waits at most this long for the events spooled before the daemon was up.
 SPOOL_FIRST_WAIT_S = 2.0
 # At session start, with no question to rank by: what is worth having in mind first.
@@ -100,6 +102,7 @@ class HookService:
         ](10_000)
         self._host = socket.gethostname()
         self.audits_done = 0
+        self._modes: dict[int, tuple[str, float]] = {}  # host pid → (permission mode, when)
         # Events spooled while the daemon was down happened before any live one: live events wait
         # (bounded) for their first replay, or a PreCompact could distil a session without them.
         self._spool_replayed = anyio.Event()
@@ -108,6 +111,20 @@ class HookService:
             self._spool_replayed.set()
 
     # -- the API -------------------------------------------------------------------------------
+
+    def note_mode(self, host: int, payload: Mapping[str, Any]) -> None:
+        """Remember the permission mode the host reported (every hook input carries it)."""
+        mode = payload.get("permission_mode")
+        if isinstance(mode, str) and host > 1:
+            self._modes[host] = (mode, anyio.current_time())
+
+    def is_plan_mode(self, host: int | None) -> bool:
+        """Whether the host (a Claude Code or Codex process: its MCP server's parent) last
+        reported plan mode, within the last MODE_TTL_S."""
+        if host is None:
+            return False
+        mode, at = self._modes.get(host, ("", 0.0))
+        return mode == "plan" and anyio.current_time() - at < MODE_TTL_S
 
     async def handle(self, event: str, payload: Mapping[str, Any], client: str, *, live: bool = True) -> str:
         """What to print for ``event`` (an empty string: nothing). ``live=False``: an event replayed

@@ -8,18 +8,20 @@ Any local user can connect to a TCP port, so everything that arrives over TCP go
 - only ``/review`` paths exist there (the API is never reachable over TCP);
 - the ``Host`` header must name 127.0.0.1 or localhost (a page on another site cannot reach it by
   DNS rebinding);
-- the request must carry the per-user secret: ``mnemo review url`` prints (``--open`` opens) the
-  page's address with ``?token=…``; the page trades it for an HttpOnly, SameSite=Strict cookie
-  and drops it from the address bar;
-- every change is a POST with the header ``X-Mnemo-Review: 1``, which a form or a cross-site
-  request cannot send without a preflight the page never allows (no CORS).
+- the page's HTML (``GET /review``) holds no data and is served to anyone local; everything else
+  (``/review/api/…``) must carry the per-user secret in the ``X-Mnemo-Review`` header.
+  ``mnemo review url`` prints (``--open`` opens) the page's address with ``?token=…``; the page
+  keeps the token in sessionStorage (scoped to this origin, port included — unlike a cookie,
+  which every port of 127.0.0.1 would receive) and drops it from the address bar. A header is
+  also what no form or cross-site request can send without a preflight the page never allows
+  (no CORS), so it stands against request forgery too.
 
 The secret is made at the daemon's start (``secrets.token_urlsafe``) and written to
 ``run/review.token`` (0600) for the CLI; a restarted daemon has a new one.
 
 The page itself is one HTML document with a little JavaScript over ``/review/api/…``: the
 pending candidates (content, type, namespace, source, confidence, seen count) with
-edit-before-approve, approve and reject, and a link to each source turn; the approved memories by
+edit-before-approve, approve and reject, and each source turn shown on demand; the approved memories by
 namespace, editable and deletable (forget); a form to add a memory by hand (the fourth way a
 candidate is born: a person's, so it is active at once); the approval settings. Keyboard: Tab
 moves between fields and buttons; on a candidate, ``a`` approves, ``r`` rejects, ``e`` edits;
@@ -30,20 +32,17 @@ from __future__ import annotations
 
 import functools
 import hmac
-import html
 import json
 import logging
 import os
 import secrets
 from functools import cache
-from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import TypeVar
-from urllib.parse import parse_qsl
 
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -55,8 +54,7 @@ from mnemo.errors import InputError, NotFoundError, describe_validation_error
 from mnemo.memories import MemoryStatus, MemoryType, RememberRequest
 
 logger = logging.getLogger(__name__)
-COOKIE = "mnemo_review"
-CHANGE_HEADER = "x-mnemo-review"
+SECRET_HEADER = "x-mnemo-review"
 TOKEN_FILE = "review.token"
 M = TypeVar("M", bound=BaseModel)
 
@@ -94,19 +92,17 @@ class ReviewGate:
 
     def _refusal(self, scope: Scope) -> tuple[int, str] | None:
         path: str = scope.get("path", "")
-        if path != "/review" and not path.startswith("/review/"):
+        if path != "/review" and not path.startswith("/review/api/"):
             return 404, "not found"
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         host = headers.get("host", "").rsplit(":", 1)[0].strip("[]")
         if host not in ("127.0.0.1", "localhost"):
             return 403, "this page answers only on 127.0.0.1"
-        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
-        cookie = SimpleCookie(headers.get("cookie", ""))
-        offered = cookie[COOKIE].value if COOKIE in cookie else query.get("token", "")
+        if path == "/review":
+            return None if scope.get("method") in ("GET", "HEAD") else (405, "method not allowed")
+        offered = headers.get(SECRET_HEADER, "")
         if not offered or not hmac.compare_digest(offered, self._token):
             return 403, "open the review page with `mnemo review url --open` (it carries your secret)"
-        if scope.get("method") not in ("GET", "HEAD") and headers.get(CHANGE_HEADER) != "1":
-            return 403, "changes must come from the review page"
         return None
 
 
@@ -114,11 +110,10 @@ def routes(service: MemoryService, reviews: Reviews, settings: Settings, token: 
     """The page's routes (mounted in the daemon's app; reached over TCP through the gate)."""
 
     async def page(request: Request) -> Response:
-        if "token" in request.query_params:  # trade the secret in the address for a cookie
-            response: Response = RedirectResponse("/review", status_code=303)
-            response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/review")
-            return response
-        return HTMLResponse(_page().replace("__TYPES__", json.dumps([t.value for t in MemoryType])))
+        page = _page().replace("__TYPES__", json.dumps([t.value for t in MemoryType]))
+        # No caching, no referrer (the address may still hold the token when the page loads).
+        headers = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
+        return HTMLResponse(page, headers=headers)
 
     async def state(request: Request) -> Response:
         pending = await reviews.queue(MemoryStatus.CANDIDATE, None, 500)
@@ -152,6 +147,7 @@ def routes(service: MemoryService, reviews: Reviews, settings: Settings, token: 
         return JSONResponse((await service.remember(remembered, manual=True)).model_dump(mode="json"))
 
     async def episode(request: Request) -> Response:
+        """The turn an episode belongs to (its episode marked), for the page to show."""
         found = await service.call_store(service.store.get_episodes, [request.path_params["id"]])
         if not found:
             raise NotFoundError(f"no episode has the id {request.path_params['id']!r}")
@@ -163,14 +159,14 @@ def routes(service: MemoryService, reviews: Reviews, settings: Settings, token: 
                 store.session_episodes, e.session, from_turn=e.turn, to_turn=e.turn, namespace=None, limit=50
             )
             turn = await service.call_store(read)
-        rows = "".join(
-            f'<section class="{"focus" if x.id == e.id else ""}"><h2>{html.escape(x.role.value)} · '
-            f"{html.escape(x.who or '')} · {x.time:%Y-%m-%d %H:%M}</h2>"
-            f"<pre>{html.escape(x.text)}</pre></section>"
-            for x in turn
+        return JSONResponse(
+            {
+                "id": e.id,
+                "session": e.session,
+                "turn": e.turn,
+                "episodes": [x.model_dump(mode="json") for x in turn],
+            }
         )
-        title = f"Session {html.escape(e.session or '-')}, turn {e.turn if e.turn is not None else '-'}"
-        return HTMLResponse(_EPISODE.format(title=title, rows=rows))
 
     return [
         Route("/review", page, methods=["GET"]),
@@ -178,7 +174,7 @@ def routes(service: MemoryService, reviews: Reviews, settings: Settings, token: 
         Route("/review/api/act", act, methods=["POST"]),
         Route("/review/api/forget", forget, methods=["POST"]),
         Route("/review/api/add", add, methods=["POST"]),
-        Route("/review/episode/{id:path}", episode, methods=["GET"]),
+        Route("/review/api/episode/{id:path}", episode, methods=["GET"]),
     ]
 
 
@@ -192,9 +188,3 @@ def _parsed(model: type[M], body: bytes) -> M:
         return model.model_validate_json(body or b"{}")
     except ValidationError as exc:
         raise InputError(describe_validation_error(exc)) from None
-
-
-_EPISODE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>
-<style>body{{font:15px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1000px;padding:1rem}}
-pre{{white-space:pre-wrap}} section.focus{{background:#f0f9ff}}</style></head>
-<body><h1>{title}</h1>{rows}</body></html>"""
