@@ -147,7 +147,7 @@ async def test_bad_arguments_and_unknown_ids_are_tool_errors_naming_the_problem(
         keep = error_text(
             await client.call_tool("keep", {"scope": "user", "action": "remove", "old_text": "x"})
         )
-        assert "no entry of the user set contains 'x'" in keep
+        assert "no entry of the user set contains it" in keep
         token = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
         leak = error_text(
             await client.call_tool("keep", {"scope": "user", "action": "add", "content": token})
@@ -257,7 +257,12 @@ async def test_write_tools_are_refused_while_the_host_reports_plan_mode(home: Ho
             assert "does not write in plan mode" in error_text(await client.call_tool(name, arguments)), name
         recalled = structured(await client.call_tool("recall", {"query": "Makefiles tabs"}))
         assert recalled["memories"][0]["memory"]["id"] == kept["id"]  # reads go on; nothing was forgotten
-        await anyio.to_thread.run_sync(prompt_hook, "default")
+        # The plan approved, the next write's PreToolUse hook (allowed) brings the new mode.
+        pre_tool = event_input(
+            "PreToolUse", "s-plan", permission_mode="acceptEdits", tool_name="mcp__mnemo__remember"
+        )
+        out, _, code = await anyio.to_thread.run_sync(hook, home, "PreToolUse", pre_tool)
+        assert (out, code) == ("", 0)
         assert structured(await client.call_tool(*calls[0]))["content"] == "Spaces everywhere else"
     # The CLI is no agent host's tool: it writes whatever mode the hooks report.
     await anyio.to_thread.run_sync(prompt_hook, "plan")

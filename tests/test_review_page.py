@@ -14,6 +14,7 @@ import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -111,18 +112,36 @@ def _state(home: Home) -> tuple[dict[str, Memory], dict[str, Memory]]:
 def page_url(home: Home) -> str:
     _seed(home)
     url = home.mnemo("review", "url").stdout.strip()
-    assert url.startswith("http://127.0.0.1:") and "/review?token=" in url
+    assert url.startswith("http://127.0.0.1:") and "/review#token=" in url
     return url
 
 
-def test_approve_edit_reject_add_and_delete_on_the_page(home: Home, page_url: str) -> None:
+def _opened_with_browser(home: Home, tmp_path: Path) -> tuple[str, list[str]]:
+    """`mnemo review url --open` with a stand-in browser (BROWSER) that records its arguments:
+    the URL printed, and the arguments the browser got."""
+    recorder = tmp_path / "browser.sh"
+    args_file = tmp_path / "browser-args"
+    recorder.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {args_file}\n')
+    recorder.chmod(0o755)
+    url = home.with_env(BROWSER=str(recorder)).mnemo("review", "url", "--open").stdout.strip()
+    return url, args_file.read_text().split()
+
+
+def test_approve_edit_reject_add_and_delete_on_the_page(home: Home, page_url: str, tmp_path: Path) -> None:
     from playwright.sync_api import expect, sync_playwright
 
+    # --open hands the browser a private file that forwards to the page, never the secret itself.
+    url, browser_args = _opened_with_browser(home, tmp_path)
+    token = url.split("#token=")[1]
+    [opened] = browser_args
+    forwarder = Path(opened.removeprefix("file://"))
+    assert opened.startswith("file://") and token not in opened
+    assert forwarder.stat().st_mode & 0o777 == 0o600 and token in forwarder.read_text()
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
         try:
             page = browser.new_page()
-            page.goto(page_url)
+            page.goto(opened)
             expect(page.locator("#who")).to_contain_text("person:tester")
             assert page.url.endswith("/review")  # the secret left the address bar
             cards = page.locator("#pending article")
@@ -204,11 +223,12 @@ def _get(url: str, headers: dict[str, str] | None = None, data: bytes | None = N
 def test_the_page_refuses_requests_without_the_users_secret(home: Home, page_url: str) -> None:
     from playwright.sync_api import expect, sync_playwright
 
-    base, token = page_url.split("/review?token=")
+    base, token = page_url.split("/review#token=")
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
         try:
-            for address in (f"{base}/review", f"{base}/review?token={token[:-2]}xx"):
+            wrong = (f"{base}/review", f"{base}/review#token={token[:-2]}xx", f"{base}/review?token={token}")
+            for address in wrong:
                 page = browser.new_page()
                 page.goto(address)
                 expect(page.locator("#status")).to_contain_text("mnemo review url --open")

@@ -26,6 +26,7 @@ from mnemo.curated import FILE_PATH, KeepScope, parse_file, render_file
 from mnemo.daemon.api import KeepImportRequest, KeepRequest, ReviewAction, ReviewEdit
 from mnemo.daemon.client import DaemonClient
 from mnemo.daemon.launcher import daemon_pid, ensure_daemon, ping, stop_daemon
+from mnemo.daemon.review_page import forwarding_page
 from mnemo.episodes import Episode
 from mnemo.errors import InputError, MnemoError, validated
 from mnemo.importer import DEFAULT_BATCH_LINES, TranscriptReport, import_jsonl, import_transcripts
@@ -656,7 +657,9 @@ def cmd_review(args: argparse.Namespace, settings: Settings) -> int:
         if args.open:
             import webbrowser  # noqa: PLC0415 - only for --open
 
-            webbrowser.open(page.url)
+            # Not the address itself: a browser's arguments are visible to every local user
+            # (/proc/<pid>/cmdline). A private file that forwards to it is opened instead.
+            webbrowser.open(forwarding_page(settings.run_dir, page.url).as_uri())
         return EXIT_OK
     if args.action == "list":
         status = "active" if args.approved else "candidate"

@@ -51,6 +51,16 @@ class Edit:
     old_text: str = ""
 
 
+_FRAME_TAG = re.compile(rf"<\s*/?\s*{TAG}", re.IGNORECASE)
+
+
+def refuse_frame(entry: str, field: str) -> None:
+    """An entry may not open or close mnemo's own frame: injected, a closing tag would end the
+    data block early and let the rest read as the context's own text."""
+    if _FRAME_TAG.search(entry):
+        raise InputError(f"{field}: may not hold mnemo's own <{TAG}> or </{TAG}> tag")
+
+
 def normalise(entry: str) -> str:
     """An entry as stored: trimmed, lines right-trimmed, no blank lines, ``\\n`` line ends."""
     lines = [line.rstrip() for line in entry.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
@@ -70,8 +80,7 @@ def apply(entries: Sequence[str], edit: Edit, scope: KeepScope) -> tuple[list[st
     if edit.action is not KeepAction.REMOVE:
         if not content:
             raise InputError(f"content: {edit.action.value} needs the entry's text")
-        if f"<{TAG}" in content.lower():
-            raise InputError(f"content: may not hold mnemo's own <{TAG}> frame")
+        refuse_frame(content, "content")
     if edit.action is KeepAction.ADD:
         if content in entries:
             return list(entries), f"already kept in the {scope.value} set; nothing added"
@@ -101,10 +110,10 @@ def _find(entries: Sequence[str], old_text: str, scope: KeepScope) -> int:
         folded = old_text.casefold()
         matches = [i for i, entry in enumerate(entries) if folded in entry.casefold()]
     if not matches:
-        raise NotFoundError(f"old_text: no entry of the {scope.value} set contains {old_text!r}")
+        raise NotFoundError(f"old_text: no entry of the {scope.value} set contains it")
     if len(matches) > 1:
         raise InputError(
-            f"old_text: {len(matches)} entries of the {scope.value} set contain {old_text!r}; "
+            f"old_text: {len(matches)} entries of the {scope.value} set contain it; "
             "give a longer part of the one to change"
         )
     return matches[0]

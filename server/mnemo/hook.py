@@ -39,6 +39,7 @@ CLIENTS = ("claude-code", "codex")
 MAX_INPUT_BYTES = 16 * 1024 * 1024
 MAX_SPOOL_BYTES = 64 * 1024 * 1024  # a daemon that never comes up must not fill the disk
 SPAWN_GRACE_S = 15.0  # a daemon started this recently is still on its way up
+MODE_NOTE_S = 0.3  # PreToolUse tells the daemon the mode of a mnemo write, within this
 # mnemo's tools that write; plan mode denies them (the MCP server's name varies with how it was
 # installed — mnemo, or plugin_mnemo_mnemo — so the match is on the suffix).
 WRITE_TOOLS = ("remember", "forget", "keep")
@@ -57,7 +58,15 @@ def main(argv: list[str]) -> int:
         if event == "PreToolUse":
             import json  # noqa: PLC0415 - 6 ms; the other events pass the input through unparsed
 
-            out = plan_mode_denial(json.loads(data or b"{}"))
+            payload = json.loads(data or b"{}")
+            out = plan_mode_denial(payload)
+            if not out and _is_mnemo_write(payload):
+                # Tell the daemon the mode the write comes in (it may have last heard "plan"
+                # from this host, before the plan was approved), briefly, and never waiting on it.
+                try:  # noqa: SIM105 - contextlib would cost the hook an import
+                    _ask_daemon(where, event, client, data, time.monotonic() + MODE_NOTE_S, spool=False)
+                except (OSError, RuntimeError, ValueError):
+                    pass  # no daemon, or slow: the write goes on, the PreToolUse answer stands
         else:
             deadline = started + _deadline_s(event)
             out = _ask_daemon(where, event, client, data, deadline)
@@ -85,14 +94,20 @@ def _deadline_s(event: str) -> float:
     return DEADLINES_S[event] if override is None else override
 
 
+def _is_mnemo_write(payload: dict[str, object]) -> bool:
+    tool = str(payload.get("tool_name") or "")
+    if not tool.startswith("mcp__"):
+        return False
+    server, _, name = tool[len("mcp__") :].rpartition("__")
+    return "mnemo" in server and name in WRITE_TOOLS
+
+
 def plan_mode_denial(payload: dict[str, object]) -> str:
     """The PreToolUse answer: deny mnemo's write tools in plan mode, else nothing (allowed)."""
-    tool = str(payload.get("tool_name") or "")
-    if payload.get("permission_mode") != "plan" or not tool.startswith("mcp__"):
+    if payload.get("permission_mode") != "plan" or not _is_mnemo_write(payload):
         return ""
-    server, _, name = tool[len("mcp__") :].rpartition("__")
-    if "mnemo" not in server or name not in WRITE_TOOLS:
-        return ""
+    tool = str(payload.get("tool_name"))
+    name = tool.rpartition("__")[2]
     reason = f"mnemo: `{name}` writes memory, and writes are not allowed in plan mode"
     import json  # noqa: PLC0415
 
@@ -104,13 +119,17 @@ def plan_mode_denial(payload: dict[str, object]) -> str:
     return json.dumps({"hookSpecificOutput": decision})
 
 
-def _ask_daemon(where: Layout, event: str, client: str, body: bytes, deadline: float) -> str:
+def _ask_daemon(
+    where: Layout, event: str, client: str, body: bytes, deadline: float, *, spool: bool = True
+) -> str:
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.settimeout(max(0.05, deadline - time.monotonic()))
         try:
             sock.connect(where.socket_path)
         except (FileNotFoundError, ConnectionRefusedError):
+            if not spool:
+                raise ConnectionError("the daemon is not running") from None
             _spool(where, event, client, body)
             _start_daemon(where)
             raise ConnectionError("the daemon is not running: event spooled for it; starting it") from None

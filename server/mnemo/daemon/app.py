@@ -197,6 +197,8 @@ def build_app(
         host = _host_of(request)
         if host is not None:
             hooks.note_mode(host, payload)
+        if event == "PreToolUse":  # answered by the hook process; sent here only for its mode
+            return Response("", media_type="text/plain; charset=utf-8")
         out = await hooks.handle(event, payload, request.query_params.get("client", ""))
         return Response(out, media_type="text/plain; charset=utf-8")
 

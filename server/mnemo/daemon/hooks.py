@@ -62,7 +62,7 @@ SPOOL_POLL_S = 5.0
 # A host's reported permission mode counts this long (a pid is reused, eventually).
 MODE_TTL_S = 12 * 3_600.0
 # A live event waits at most this long for the events spooled before the daemon was up.
-SPOOL_FIRST_WAIT_S = 2.0
+SPOOL_FIRST_WAIT_S = 0.5  # well under the hooks' own deadlines (0.8–3 s)
 # At session start, with no question to rank by: what is worth having in mind first.
 START_ORDER = {
     MemoryType.DECISION: 0,

@@ -21,6 +21,7 @@ from mnemo.curated import (
     KeepScope,
     apply,
     normalise,
+    refuse_frame,
     used_chars,
 )
 from mnemo.daemon.api import KeepImportRequest, KeepRequest, KeepResult, KeptSet, KeptSets
@@ -72,14 +73,19 @@ class CuratedSets:
     async def import_project(self, request: KeepImportRequest) -> KeepResult:
         """Make ``request.entries`` (read from the repository's file) the workspace's set."""
         entries = list(dict.fromkeys(e for e in (normalise(e) for e in request.entries) if e))
-        for number, entry in enumerate(entries, start=1):
-            refuse_secrets(entry, f"entry {number}")
         budget = BUDGET_CHARS[KeepScope.PROJECT]
         if used_chars(entries) > budget:
             raise OverBudgetError(
                 f"the file's entries hold {used_chars(entries):,} characters; the project budget is "
                 f"{budget:,}. Nothing was imported: shorten or merge entries in the file and import again"
             )
+
+        def check() -> None:  # off the event loop: detection reads every line
+            for number, entry in enumerate(entries, start=1):
+                refuse_frame(entry, f"entry {number}")
+                refuse_secrets(entry, f"entry {number}")
+
+        await anyio.to_thread.run_sync(check)
         async with self._lock:
             current, version = await self._call_store(self._store.kept, request.workspace)
             if current == entries:

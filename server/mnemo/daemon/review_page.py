@@ -10,7 +10,9 @@ Any local user can connect to a TCP port, so everything that arrives over TCP go
   DNS rebinding);
 - the page's HTML (``GET /review``) holds no data and is served to anyone local; everything else
   (``/review/api/…``) must carry the per-user secret in the ``X-Mnemo-Review`` header.
-  ``mnemo review url`` prints (``--open`` opens) the page's address with ``?token=…``; the page
+  ``mnemo review url`` prints (``--open`` opens) the page's address with ``#token=…`` (a
+  fragment: no server ever receives it; ``--open`` hands the browser a private file that
+  forwards there, not the address, which any local user could read on its command line); the page
   keeps the token in sessionStorage (scoped to this origin, port included — unlike a cookie,
   which every port of 127.0.0.1 would receive) and drops it from the address bar. A header is
   also what no form or cross-site request can send without a preflight the page never allows
@@ -47,7 +49,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mnemo.config import Settings
-from mnemo.daemon.api import ReviewAction
+from mnemo.daemon.api import ForgetRequest, ReviewAction
 from mnemo.daemon.reviewing import Reviews
 from mnemo.daemon.service import MemoryService
 from mnemo.errors import InputError, NotFoundError, describe_validation_error
@@ -70,6 +72,18 @@ def new_token(run_dir: Path) -> str:
     return token
 
 
+def forwarding_page(run_dir: Path, url: str) -> Path:
+    """A private (0600, in the 0700 run directory) HTML file that sends the browser to ``url``:
+    what ``mnemo review url --open`` opens, so that the secret never sits on a command line."""
+    path = run_dir / "review-open.html"
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    target = json.dumps(url)
+    with open(fd, "w", encoding="utf-8") as out:
+        out.write(f"<!doctype html><meta charset=utf-8><script>location.replace({target})</script>\n")
+    return path
+
+
 class ReviewGate:
     """Lets through, over TCP, only the page's paths, for a local Host, with the secret."""
 
@@ -79,10 +93,10 @@ class ReviewGate:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         server = scope.get("server")
-        if scope["type"] != "http" or server is None or server[1] is None:  # the unix socket
+        if scope["type"] == "lifespan" or (server is not None and server[1] is None):  # the unix socket
             await self._app(scope, receive, send)
             return
-        refusal = self._refusal(scope)
+        refusal = self._refusal(scope) if scope["type"] == "http" else (404, "not found")
         if refusal is None:
             await self._app(scope, receive, send)
             return
@@ -100,8 +114,8 @@ class ReviewGate:
             return 403, "this page answers only on 127.0.0.1"
         if path == "/review":
             return None if scope.get("method") in ("GET", "HEAD") else (405, "method not allowed")
-        offered = headers.get(SECRET_HEADER, "")
-        if not offered or not hmac.compare_digest(offered, self._token):
+        offered = headers.get(SECRET_HEADER, "").encode("latin-1")
+        if not offered or not hmac.compare_digest(offered, self._token.encode("ascii")):
             return 403, "open the review page with `mnemo review url --open` (it carries your secret)"
         return None
 
@@ -112,7 +126,13 @@ def routes(service: MemoryService, reviews: Reviews, settings: Settings, token: 
     async def page(request: Request) -> Response:
         page = _page().replace("__TYPES__", json.dumps([t.value for t in MemoryType]))
         # No caching, no referrer (the address may still hold the token when the page loads).
-        headers = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
+        headers = {
+            "Cache-Control": "no-store",
+            "Referrer-Policy": "no-referrer",
+            # Never inside another page's frame (the page acts on keys: a framed one could be driven).
+            "Content-Security-Policy": "frame-ancestors 'none'",
+            "X-Frame-Options": "DENY",
+        }
         return HTMLResponse(page, headers=headers)
 
     async def state(request: Request) -> Response:
@@ -137,9 +157,8 @@ def routes(service: MemoryService, reviews: Reviews, settings: Settings, token: 
         return JSONResponse((await reviews.act(action)).model_dump(mode="json"))
 
     async def forget(request: Request) -> Response:
-        body = json.loads(await request.body() or b"{}")
-        reason = str(body.get("reason") or "deleted on the review page")
-        memory = await service.forget(str(body.get("id", "")), reason)
+        body = _parsed(ForgetRequest, await request.body())
+        memory = await service.forget(body.id, body.reason)
         return JSONResponse(memory.model_dump(mode="json"))
 
     async def add(request: Request) -> Response:

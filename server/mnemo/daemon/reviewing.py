@@ -31,6 +31,7 @@ from mnemo.secrets import refuse_secrets
 logger = logging.getLogger(__name__)
 ARCHIVE_POLL_S = 3_600.0
 REVIEWABLE = (MemoryStatus.CANDIDATE, MemoryStatus.ACTIVE)
+STALE_REASON = f"untouched for {ARCHIVE_AFTER.days} days in the review queue"
 
 
 class Reviews:
@@ -38,7 +39,6 @@ class Reviews:
         self._service = service
         self._store = service.store
         self._settings = service.settings
-        self._lock = anyio.Lock()  # one review step at a time: each reads, then writes the next version
 
     async def queue(self, status: MemoryStatus, namespace: str | None, limit: int) -> ReviewQueue:
         if status not in (MemoryStatus.CANDIDATE, MemoryStatus.ACTIVE):
@@ -49,66 +49,78 @@ class Reviews:
 
     async def act(self, action: ReviewAction, now: datetime | None = None) -> Memory:
         now = now or utc_now()
-        async with self._lock:
-            memory = await self._service.call_store(self._store.get_memory, action.id)
-            if memory is None:
-                raise NotFoundError(f"no memory has the id {action.id!r}")
-            allowed = REVIEWABLE if action.action == "edit" else (MemoryStatus.CANDIDATE,)
-            if memory.status not in allowed:
-                raise InputError(
-                    f"memory {memory.id} is {memory.status.value}; only "
-                    f"{' or '.join(s.value for s in allowed)} memories can be {action.action}d"
-                    + ("" if action.action == "edit" else " (its decision is already taken)")
-                )
-            person = self._settings.namespace_of_person
-            update: dict[str, object] = {"version": memory.version + 1, "updated_at": now}
-            is_text_changed = False
-            if action.edit is not None:
-                edits = _edits(action.edit)
-                is_text_changed = any(memory.model_dump()[k] != v for k, v in edits.items())
-                update.update(edits)
+        refuse_secrets(action.reason, "reason")
+        edits = _edits(action.edit) if action.edit is not None else {}
+        person = self._settings.namespace_of_person
+
+        def step() -> tuple[Memory, bool]:
+            # One read, one write and the index, under the store's versions lock: a batch the
+            # writer commits meanwhile cannot overwrite this step, nor this step that batch.
+            with self._store.versions_lock:
+                memory = self._store.get_memory(action.id)
+                if memory is None:
+                    raise NotFoundError(f"no memory has the id {action.id!r}")
+                allowed = REVIEWABLE if action.action == "edit" else (MemoryStatus.CANDIDATE,)
+                if memory.status not in allowed:
+                    raise InputError(
+                        f"memory {memory.id} is {memory.status.value}; only "
+                        f"{' or '.join(s.value for s in allowed)} memories can be {action.action}d"
+                        + ("" if action.action == "edit" else " (its decision is already taken)")
+                    )
+                current = memory.model_dump()
+                is_text_changed = any(current[k] != v for k, v in edits.items())
+                update: dict[str, object] = {"version": memory.version + 1, "updated_at": now, **edits}
                 if "content" in edits:
                     update["what"] = edits["content"]
-            if action.action == "approve":
-                reason = f"approved by {person}" + (" after an edit" if is_text_changed else "")
-                update.update(status=MemoryStatus.ACTIVE, has_human_backing=True, status_reason=reason)
-            elif action.action == "reject":
-                reason = f"rejected by {person}" + (f": {action.reason}" if action.reason else "")
-                update.update(status=MemoryStatus.REJECTED, status_reason=reason, valid_to=now)
-            elif not is_text_changed:
-                return memory  # an edit that changes nothing writes nothing
-            changed = memory.model_copy(update=update)
-            await self._service.call_store(self._store.put_memory, changed)
-        await self._service.index_memory(changed, is_text_changed=is_text_changed)
-        logger.info("review: %s %s (%s)", action.action, memory.id, changed.status.value)
+                if action.action == "approve":
+                    reason = f"approved by {person}" + (" after an edit" if is_text_changed else "")
+                    update.update(status=MemoryStatus.ACTIVE, has_human_backing=True, status_reason=reason)
+                elif action.action == "reject":
+                    reason = f"rejected by {person}" + (f": {action.reason}" if action.reason else "")
+                    update.update(status=MemoryStatus.REJECTED, status_reason=reason, valid_to=now)
+                elif not is_text_changed:
+                    return memory, False  # an edit that changes nothing writes nothing
+                changed = memory.model_copy(update=update)
+                self._store.put_memory(changed)
+                self._service.apply_to_index(changed, is_text_changed=is_text_changed)
+                return changed, is_text_changed
+
+        changed, is_text_changed = await anyio.to_thread.run_sync(step)
+        if is_text_changed:
+            self._service.wake_embedder()
+        logger.info("review: %s %s (%s)", action.action, changed.id, changed.status.value)
         return changed
 
     async def archive_stale(self, now: datetime | None = None) -> int:
         """Archive candidates no one touched for 30 days; return how many."""
         now = now or utc_now()
-        archived = 0
-        async with self._lock:
-            while stale := await self._service.call_store(
-                self._store.stale_candidates, now - ARCHIVE_AFTER, 500
-            ):
-                for memory in stale:
-                    changed = memory.model_copy(
-                        update={
-                            "version": memory.version + 1,
-                            "status": MemoryStatus.ARCHIVED,
-                            "status_reason": f"untouched for {ARCHIVE_AFTER.days} days in the review queue",
-                            "updated_at": now,
-                        }
-                    )
-                    await self._service.call_store(self._store.put_memory, changed)
-                    await self._service.index_memory(changed, is_text_changed=False)
-                    archived += 1
+
+        def sweep() -> int:
+            archived = 0
+            with self._store.versions_lock:
+                while stale := self._store.stale_candidates(now - ARCHIVE_AFTER, 500):
+                    for memory in stale:
+                        changed = memory.model_copy(
+                            update={
+                                "version": memory.version + 1,
+                                "status": MemoryStatus.ARCHIVED,
+                                "status_reason": STALE_REASON,
+                                "updated_at": now,
+                            }
+                        )
+                        self._store.put_memory(changed)
+                        self._service.apply_to_index(changed, is_text_changed=False)
+                        archived += 1
+            return archived
+
+        archived = await anyio.to_thread.run_sync(sweep)
         if archived:
             logger.info("archived %d candidates untouched for %d days", archived, ARCHIVE_AFTER.days)
         return archived
 
     async def run(self) -> None:
-        """Archive stale candidates now and every hour, for the daemon's life."""
+        """Archive stale candidates once the index is built, then every hour, for the daemon's life."""
+        await self._service.index_built()
         while True:
             try:
                 await self.archive_stale()

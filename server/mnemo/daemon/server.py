@@ -114,7 +114,7 @@ def _serve_holding_lock(settings: Settings) -> int:
 
         sockets, review_url = _bind(settings)
         token = new_token(settings.run_dir) if review_url is not None else ""
-        url = None if review_url is None else ReviewUrl(url=f"{review_url}?token={token}")
+        url = None if review_url is None else ReviewUrl(url=f"{review_url}#token={token}")
         app = build_app(
             service,
             activity=activity,

@@ -520,26 +520,40 @@ class MemoryService:
         self._backlog_added.set()
         return memory
 
-    async def index_memory(self, memory: Memory, *, is_text_changed: bool) -> None:
+    def apply_to_index(self, memory: Memory, *, is_text_changed: bool) -> None:
         """Apply a new version of a stored memory to the index at once (a new text: re-indexed,
-        its vector recomputed in the background; otherwise its status and stored copy)."""
+        its vector recomputed in the background — call :meth:`wake_embedder` after; otherwise its
+        status and stored copy). Thread-safe: the engine locks itself."""
         if is_text_changed:
-            await anyio.to_thread.run_sync(self.engine.add_memories, [memory])
-            self._backlog_added.set()
+            self.engine.add_memories([memory])
         else:
-            await anyio.to_thread.run_sync(self.engine.set_memory_status, memory)
+            self.engine.set_memory_status(memory)
+
+    def wake_embedder(self) -> None:
+        """Tell the background embedder there is new text (from the event loop's thread)."""
+        self._backlog_added.set()
+
+    async def index_built(self) -> None:
+        """Return once the start-up index build is done."""
+        await self._index_ready.wait()
 
     async def forget(self, memory_id: str, reason: str) -> Memory:
         """Mark a memory forgotten (kept in the store; recall no longer returns it)."""
-        memory = await self.call_store(self._store.get_memory, memory_id)
-        if memory is None:
-            raise NotFoundError(f"no memory has the id {memory_id!r}")
-        if memory.status is MemoryStatus.FORGOTTEN:
-            return memory
-        updated = forgotten(memory, reason)
-        await self.call_store(self._store.put_memory, updated)
-        await anyio.to_thread.run_sync(self.engine.set_memory_status, updated)
-        return updated
+        refuse_secrets(reason, "reason")
+
+        def step() -> Memory:  # read, write and index under the versions lock (see reviewing.py)
+            with self._store.versions_lock:
+                memory = self._store.get_memory(memory_id)
+                if memory is None:
+                    raise NotFoundError(f"no memory has the id {memory_id!r}")
+                if memory.status is MemoryStatus.FORGOTTEN:
+                    return memory
+                updated = forgotten(memory, reason)
+                self._store.put_memory(updated)
+                self.engine.set_memory_status(updated)
+                return updated
+
+        return await anyio.to_thread.run_sync(step)
 
     async def recall(self, request: RecallRequest) -> RecallResult:
         """Memories that answer the question; episodes when no memory does (no LLM call)."""

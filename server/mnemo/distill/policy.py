@@ -80,3 +80,18 @@ class Approval:
                 f"waits for a person: a {memory.type.value} no line the person wrote backs",
             )
         return MemoryStatus.ACTIVE, ""
+
+    def seen_again(self, memory: Memory, *, tool_only: bool) -> tuple[MemoryStatus, str]:
+        """A candidate an equivalent one was folded into (``memory.seen_count`` counts it): it
+        waits on, unless review's auto-approval takes it. A merge never activates a candidate
+        under ``auto`` (its text is what a person has to approve), nor one from tool output alone."""
+        if (
+            self.policy == "review"
+            and not tool_only
+            and 0 < self.min_seen <= memory.seen_count
+            and memory.confidence >= self.min_confidence
+        ):
+            return MemoryStatus.ACTIVE, (
+                f"auto-approved: seen {memory.seen_count} times with confidence {memory.confidence:.2f}"
+            )
+        return MemoryStatus.CANDIDATE, memory.status_reason

@@ -201,21 +201,32 @@ class Distiller:
                     }
                 )
                 result.closed.append(old_id)
-        rows = list(pending.values())
         if self._lease is not None:
             self._lease.check()  # a writer that lost the lease stops before it writes
-        self._store.put_judge_log(log)
-        if rows:
-            entities = {entity_key(e.name): e.name for m in rows for e in m.entities}
-            self._store.upsert_entities([(k, name, []) for k, name in entities.items()])
-            self._store.put_memories(rows, batch=batch.id)  # the commit
-        self._finish(batch, "done", memories=len(result.added))
-        self._index(rows, vectors)
+        with self._store.versions_lock:  # no review step or forget between the check and the commit
+            rows = self._unmoved(list(pending.values()))
+            self._store.put_judge_log(log)
+            if rows:
+                entities = {entity_key(e.name): e.name for m in rows for e in m.entities}
+                self._store.upsert_entities([(k, name, []) for k, name in entities.items()])
+                self._store.put_memories(rows, batch=batch.id)  # the commit
+            self._finish(batch, "done", memories=len(result.added))
+            self._index(rows, vectors)
         return result
 
+    def _unmoved(self, rows: list[Memory]) -> list[Memory]:
+        """``rows`` without the new versions of memories that changed while the batch was judged
+        (a person approved, rejected or edited one, or it was forgotten): theirs stands."""
+        updates = [m for m in rows if m.version > 1]
+        stored = self._store.current_versions([m.id for m in updates])
+        moved = {m.id for m in updates if stored.get(m.id) != m.version - 1}
+        for memory_id in sorted(moved):
+            logger.info("memory %s changed while its batch was judged; the batch leaves it be", memory_id)
+        return [m for m in rows if m.id not in moved]
+
     def _merged(self, target: Memory, new: Memory, now: datetime) -> Memory:
-        """``target`` with ``new`` folded in: its sources added, seen once more; a candidate is
-        weighed again (a person's line may now back it, or it was seen often enough)."""
+        """``target`` with ``new`` folded in: its sources added, seen once more; a candidate may
+        reach review's auto-approval thresholds."""
         sources = list(dict.fromkeys([*target.sources, *new.sources]))
         merged = target.model_copy(
             update={
@@ -228,8 +239,10 @@ class Distiller:
         )
         if target.status is not MemoryStatus.CANDIDATE:
             return merged
-        roles = (e.role for e in self._store.get_episodes(sources))
-        status, why = self._approval.status(merged, tool_only=is_tool_only(roles))
+        # The candidate's own text stays what a person has to approve: only review's auto-approval
+        # may activate it, and never when that text came from tool output alone.
+        roles = (e.role for e in self._store.get_episodes(target.sources))
+        status, why = self._approval.seen_again(merged, tool_only=is_tool_only(roles))
         return merged.model_copy(update={"status": status, "status_reason": why})
 
     def _renew(self) -> None:

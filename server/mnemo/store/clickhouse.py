@@ -157,6 +157,9 @@ class ClickHouseStore(DistillTables, UsageTables, CuratedTables):
     def __init__(self, client: Any, dsn_for_display: str) -> None:
         self._client = _OneAtATime(client)
         self.dsn_for_display = dsn_for_display
+        # Held by whoever reads a memory's current version to write the next one (the writer's
+        # commit, review steps, forget), so that two of them never write the same version.
+        self.versions_lock = threading.RLock()
 
     def close(self) -> None:
         self._client.close()
@@ -328,6 +331,17 @@ class ClickHouseStore(DistillTables, UsageTables, CuratedTables):
         """Active memories in ``namespaces``, most recently updated first."""
         where = "namespace IN {ns:Array(String)} AND status = 'active'"
         return self._memories(where, {"ns": list(namespaces)}, limit)
+
+    def current_versions(self, memory_ids: Sequence[str]) -> dict[str, int]:
+        """The newest stored version of each of ``memory_ids`` (absent: none stored)."""
+        if not memory_ids:
+            return {}
+        with self._translated("reading memory versions"):
+            rows = self._client.query(
+                "SELECT id, max(version) FROM memories WHERE id IN {ids:Array(String)} GROUP BY id",
+                parameters={"ids": list(memory_ids)},
+            ).result_rows
+        return {str(row[0]): int(row[1]) for row in rows}
 
     def memories_with_status(self, status: str, namespace: str | None, limit: int) -> list[Memory]:
         """Memories whose current version has ``status`` (in ``namespace`` if given), most
