@@ -267,3 +267,45 @@ async def test_write_tools_are_refused_while_the_host_reports_plan_mode(home: Ho
     # The CLI is no agent host's tool: it writes whatever mode the hooks report.
     await anyio.to_thread.run_sync(prompt_hook, "plan")
     assert "remembered" in home.mnemo("remember", "Deploys on Thursdays", "--type", "fact").stdout
+
+
+def _session(home: Home, *requests: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
+    """One raw stdio session with mnemo-mcp: initialize, initialized, then ``requests``; the
+    answers in order, and what it wrote on stderr."""
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    messages = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        *({"jsonrpc": "2.0", "id": i, **r} for i, r in enumerate(requests, start=1)),
+    ]
+    command = [str(BIN / "mnemo-mcp")]
+    pipe = subprocess.PIPE
+    with subprocess.Popen(command, stdin=pipe, stdout=pipe, stderr=pipe, env=home.env) as process:
+        assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+        answers = []
+        for message in messages:
+            process.stdin.write(json.dumps(message).encode() + b"\n")
+            process.stdin.flush()
+            if "id" in message:
+                answers.append(json.loads(process.stdout.readline()))
+        process.stdin.close()
+        log = process.stderr.read().decode()
+        process.wait(timeout=30)
+    return answers, log
+
+
+def test_a_second_start_answers_initialize_and_tools_list_from_the_record_then_serves(home: Home) -> None:
+    """The first session's initialize and tools/list answers are recorded; the next start answers
+    them from the record (before the MCP SDK has loaded: mnemo.mcpstart) and serves tool calls
+    through the SDK as usual."""
+    remember = {"name": "remember", "arguments": {"content": "Tabs", "type": "fact"}}
+    ask = [{"method": "tools/list"}, {"method": "tools/call", "params": remember}]
+    first, first_log = _session(home, *ask)
+    assert "from the start record" not in first_log
+    assert (home.path / "run" / "mcp-start.json").exists()
+    second, second_log = _session(home, *ask)
+    assert "initialize answered from the start record" in second_log
+    assert "tools/list answered from the start record" in second_log
+    assert second[0] == first[0] and second[1] == first[1]  # the same answers, ids included
+    assert {t["name"] for t in second[1]["result"]["tools"]} == TOOLS
+    assert second[2]["result"]["structuredContent"]["content"] == "Tabs"  # served by the SDK

@@ -12,6 +12,10 @@ def main() -> int:
         from mnemo.hook import main as hook_main  # noqa: PLC0415 - the hook must start fast
 
         return hook_main(args[1:])
-    from mnemo.mcpserver import main as server_main  # noqa: PLC0415 - heavy; not for hooks
+    if args:  # --version, usage
+        from mnemo.mcpserver import main as server_main  # noqa: PLC0415 - heavy; not for hooks
 
-    return server_main(args)
+        return server_main(args)
+    from mnemo.mcpstart import serve  # noqa: PLC0415 - answers the host while the SDK loads
+
+    return serve()

@@ -9,16 +9,18 @@ stderr.
 from __future__ import annotations
 
 import inspect
+import io
 import logging
 import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Annotated, TypeVar, cast
+from typing import Annotated, BinaryIO, TypeVar, cast
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.stdio import stdio_server
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field
 
@@ -315,6 +317,30 @@ async def _warm_up(client: DaemonClient) -> None:
         await client.ensure_started()
     except MnemoError as exc:
         logger.warning("mnemo daemon not started yet: %s", exc)
+
+
+def serve_on(sdk_in: BinaryIO, sdk_out: BinaryIO) -> int:
+    """Serve MCP over the two pipes :mod:`mnemo.mcpstart`'s relay gives (the host's stdio is
+    the relay's)."""
+    try:
+        settings = load_settings()
+    except MnemoError as exc:
+        sys.stderr.write(f"mnemo-mcp: {exc}\n")
+        return 1
+    logging.basicConfig(
+        stream=sys.stderr, level=settings.log_level, format="%(levelname)s %(name)s: %(message)s"
+    )
+    server = build_server(settings)
+
+    async def serve() -> None:
+        stdin = anyio.wrap_file(io.TextIOWrapper(sdk_in, encoding="utf-8", errors="replace"))
+        stdout = anyio.wrap_file(io.TextIOWrapper(sdk_out, encoding="utf-8", write_through=True))
+        async with stdio_server(stdin, stdout) as (read_stream, write_stream):
+            lowlevel = server._lowlevel_server  # what MCPServer.run_stdio_async runs, on our streams
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+    anyio.run(serve)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
