@@ -16,6 +16,7 @@ def main() -> int:
         from mnemo.mcpserver import main as server_main  # noqa: PLC0415 - heavy; not for hooks
 
         return server_main(args)
-    from mnemo.mcpstart import serve  # noqa: PLC0415 - answers the host while the SDK loads
+    # Not through mcpserver.main: the relay answers the host while the SDK it imports loads.
+    from mnemo.mcpstart import serve  # noqa: PLC0415
 
     return serve()

@@ -355,16 +355,9 @@ def main(argv: list[str] | None = None) -> int:
             "       mnemo-mcp hook <Event> [--client claude-code|codex]  (a host's hook command)\n"
         )
         return 2
-    try:
-        settings = load_settings()
-    except MnemoError as exc:
-        sys.stderr.write(f"mnemo-mcp: {exc}\n")
-        return 1
-    logging.basicConfig(
-        stream=sys.stderr, level=settings.log_level, format="%(levelname)s %(name)s: %(message)s"
-    )
-    build_server(settings).run("stdio")
-    return 0
+    from mnemo.mcpstart import serve  # noqa: PLC0415 - the relay serves; it calls serve_on here
+
+    return serve()
 
 
 if __name__ == "__main__":

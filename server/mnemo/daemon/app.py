@@ -308,7 +308,7 @@ def build_app(
             Route("/v1/stats", usage_stats, methods=["GET"]),
             Route("/v1/judge-log", judge_log, methods=["GET"]),
             Route("/v1/shutdown", shutdown, methods=["POST"]),
-            *(review_page.routes(service, reviews, service.settings, review_token) if review_token else []),
+            *(review_page.routes(service, reviews, service.settings, _parse) if review_token else []),
         ],
         exception_handlers=handlers,
         lifespan=lifespan,

@@ -40,9 +40,9 @@ import os
 import secrets
 from functools import cache
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
@@ -52,7 +52,7 @@ from mnemo.config import Settings
 from mnemo.daemon.api import ForgetRequest, ReviewAction
 from mnemo.daemon.reviewing import Reviews
 from mnemo.daemon.service import MemoryService
-from mnemo.errors import InputError, NotFoundError, describe_validation_error
+from mnemo.errors import NotFoundError
 from mnemo.memories import MemoryStatus, MemoryType, RememberRequest
 
 logger = logging.getLogger(__name__)
@@ -120,8 +120,13 @@ class ReviewGate:
         return None
 
 
-def routes(service: MemoryService, reviews: Reviews, settings: Settings, token: str) -> list[Route]:
-    """The page's routes (mounted in the daemon's app; reached over TCP through the gate)."""
+class BodyParser(Protocol):
+    async def __call__(self, request: Request, model: type[M]) -> M: ...
+
+
+def routes(service: MemoryService, reviews: Reviews, settings: Settings, parse: BodyParser) -> list[Route]:
+    """The page's routes (mounted in the daemon's app; reached over TCP through the gate). ``parse``
+    reads a request body as a model: the API's own parser, with its size cap and errors."""
 
     async def page(request: Request) -> Response:
         page = _page().replace("__TYPES__", json.dumps([t.value for t in MemoryType]))
@@ -153,16 +158,16 @@ def routes(service: MemoryService, reviews: Reviews, settings: Settings, token: 
         )
 
     async def act(request: Request) -> Response:
-        action = _parsed(ReviewAction, await request.body())
+        action = await parse(request, ReviewAction)
         return JSONResponse((await reviews.act(action)).model_dump(mode="json"))
 
     async def forget(request: Request) -> Response:
-        body = _parsed(ForgetRequest, await request.body())
+        body = await parse(request, ForgetRequest)
         memory = await service.forget(body.id, body.reason)
         return JSONResponse(memory.model_dump(mode="json"))
 
     async def add(request: Request) -> Response:
-        remembered = _parsed(RememberRequest, await request.body())
+        remembered = await parse(request, RememberRequest)
         return JSONResponse((await service.remember(remembered, manual=True)).model_dump(mode="json"))
 
     async def episode(request: Request) -> Response:
@@ -200,10 +205,3 @@ def routes(service: MemoryService, reviews: Reviews, settings: Settings, token: 
 @cache
 def _page() -> str:
     return (Path(__file__).parent / "review_page.html").read_text(encoding="utf-8")
-
-
-def _parsed(model: type[M], body: bytes) -> M:
-    try:
-        return model.model_validate_json(body or b"{}")
-    except ValidationError as exc:
-        raise InputError(describe_validation_error(exc)) from None
