@@ -1,4 +1,4 @@
-"""Process inspection and store-holding helpers for the daemon tests."""
+"""Helpers shared by the tests: processes, the store, waiting, and memories made by hand."""
 
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import anyio
 
 from mnemo.daemon.client import DaemonClient
+from mnemo.memories import Memory, MemoryStatus, MemoryType, Origin
 
 GEMMA = "embeddinggemma-300m-int8"
 # A models directory holding EmbeddingGemma, for the tests that need the quality model.
@@ -109,3 +111,29 @@ async def wait_for_vectors(client: DaemonClient) -> None:
             if status.index_ready and status.embedding_backlog == 0:
                 return
             await anyio.sleep(0.05)
+
+
+def make_memory(memory_id: str, what: str, at: datetime, **fields: Any) -> Memory:
+    """A distilled memory written by hand: an active decision in workspace:shop with no W but
+    ``what``, no entities or sources, made, updated and valid from ``at``; ``fields`` override."""
+    values: dict[str, Any] = {
+        "id": memory_id,
+        "version": 1,
+        "type": MemoryType.DECISION,
+        "status": MemoryStatus.ACTIVE,
+        "namespace": "workspace:shop",
+        "content": what,
+        "what": what,
+        "who": "",
+        "when": "",
+        "where": "",
+        "why": "",
+        "how": "",
+        "entities": [],
+        "sources": [],
+        "origin": Origin.DISTILLED,
+        "created_at": at,
+        "updated_at": at,
+        "valid_from": at,
+    }
+    return Memory(**{**values, **fields})

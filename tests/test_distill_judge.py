@@ -13,9 +13,10 @@ from mnemo.distill.judge import SOURCE_CHARS, Action, judge, source_fragments
 from mnemo.distill.llm import LLM
 from mnemo.distill.meter import TokenMeter
 from mnemo.embed import Embedder, load_embedder
-from mnemo.memories import Memory, MemoryStatus, MemoryType, Origin
+from mnemo.memories import Memory, MemoryType
 from mnemo.store import ClickHouseStore
 from tests.conftest import Home
+from tests.helpers import make_memory
 from tests.llm_server import LLMServer
 
 YES = {"A": 0.9, "B": 0.1}
@@ -27,27 +28,7 @@ UNSURE = {"B": 0.5, "A": 0.3, "D": 0.2}
 
 
 def _memory(memory_id: str, what: str, why: str = "") -> Memory:
-    now = datetime(2026, 3, 1, tzinfo=UTC)
-    return Memory(
-        id=memory_id,
-        version=1,
-        type=MemoryType.DECISION,
-        status=MemoryStatus.ACTIVE,
-        namespace="workspace:shop",
-        content=what,
-        what=what,
-        who="",
-        when="",
-        where="",
-        why=why,
-        how="",
-        entities=[],
-        sources=["ep_0"],
-        origin=Origin.DISTILLED,
-        created_at=now,
-        updated_at=now,
-        valid_from=now,
-    )
+    return make_memory(memory_id, what, datetime(2026, 3, 1, tzinfo=UTC), why=why, sources=["ep_0"])
 
 
 def _new(what: str, why: str = "") -> ExtractedMemory:

@@ -10,11 +10,11 @@ import anyio
 from mnemo.clock import utc_now
 from mnemo.daemon.client import DaemonClient
 from mnemo.episodes import EpisodeIn, new_id
-from mnemo.memories import EntityIn, EntityRef, Memory, MemoryStatus, MemoryType, Origin, RememberRequest
+from mnemo.memories import EntityIn, EntityRef, Memory, MemoryStatus, MemoryType, RememberRequest
 from mnemo.recall import RecallEpisodeRequest, RecallRequest
 from mnemo.store import open_store
 from tests.conftest import Home
-from tests.helpers import wait_for_vectors
+from tests.helpers import make_memory, wait_for_vectors
 
 
 def test_a_remembered_memory_is_recallable_at_once_and_by_meaning_once_embedded(home: Home) -> None:
@@ -83,26 +83,13 @@ def test_an_entity_alias_finds_its_memories(home: Home) -> None:
 
 
 def _memory(content: str, *, status: MemoryStatus, days_ago: int, closed_by: str = "") -> Memory:
-    when = utc_now() - timedelta(days=days_ago)
-    return Memory(
-        id=new_id("mem_"),
-        version=1,
-        type=MemoryType.DECISION,
+    return make_memory(
+        new_id("mem_"),
+        content,
+        utc_now() - timedelta(days=days_ago),
         status=status,
         namespace="workspace:app",
-        content=content,
-        what=content,
-        who="",
-        when="",
-        where="",
-        why="",
-        how="",
         entities=[EntityRef(name="deploy")],
-        sources=[],
-        origin=Origin.DISTILLED,
-        created_at=when,
-        updated_at=when,
-        valid_from=when,
         valid_to=utc_now() if status is MemoryStatus.CLOSED else None,
         closed_by=closed_by,
     )

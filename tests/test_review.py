@@ -27,12 +27,12 @@ from mnemo.embed.fallback import FALLBACK_ID
 from mnemo.episodes import EpisodeIn, EpisodeIntake, Role
 from mnemo.errors import InputError, SecretError
 from mnemo.index.live import RecallEngine
-from mnemo.memories import EntityRef, Memory, MemoryStatus, MemoryType, Origin
+from mnemo.memories import EntityRef, Memory, MemoryStatus, MemoryType
 from mnemo.recall import RecallRequest
 from mnemo.secrets import SecretRedactor
 from mnemo.store import ClickHouseStore, open_store
 from tests.conftest import Home
-from tests.helpers import wait_until
+from tests.helpers import make_memory, wait_until
 from tests.llm_server import LLMServer
 from tests.test_hooks import context_of, event_input, hook
 
@@ -221,25 +221,14 @@ async def reviews(home: Home) -> AsyncIterator[tuple[Reviews, MemoryService]]:
 
 
 def _candidate(memory_id: str, what: str, updated: datetime) -> Memory:
-    return Memory(
-        id=memory_id,
-        version=1,
+    return make_memory(
+        memory_id,
+        what,
+        updated,
         type=MemoryType.PROCEDURE,
         status=MemoryStatus.CANDIDATE,
-        namespace="workspace:shop",
-        content=what,
-        what=what,
-        who="",
-        when="",
-        where="",
-        why="",
-        how="",
         entities=[EntityRef(name="deploys", role="subject")],
         sources=["x-0"],
-        origin=Origin.DISTILLED,
-        created_at=updated,
-        updated_at=updated,
-        valid_from=updated,
         status_reason="waits for a person",
     )
 

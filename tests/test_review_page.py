@@ -15,7 +15,6 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
@@ -26,6 +25,7 @@ from mnemo.memories import EntityRef, Memory, MemoryStatus, MemoryType, Origin
 from mnemo.secrets import SecretRedactor
 from mnemo.store import open_store
 from tests.conftest import Home
+from tests.helpers import make_memory
 
 CHROMIUM = os.environ.get("MNEMO_TEST_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 HAS_CHROMIUM = os.path.exists(CHROMIUM)
@@ -34,31 +34,19 @@ if not HAS_CHROMIUM and os.environ.get("MNEMO_TEST_REQUIRE_HOSTS") == "1":
 pytestmark = pytest.mark.skipif(not HAS_CHROMIUM, reason=f"no Chromium at {CHROMIUM} (apt install chromium)")
 
 
-def _candidate(memory_id: str, what: str, minutes_ago: int, **extra: Any) -> Memory:
-    at = datetime.now(UTC) - timedelta(minutes=minutes_ago)
-    return Memory(
-        id=memory_id,
-        version=1,
+def _candidate(memory_id: str, what: str, minutes_ago: int) -> Memory:
+    return make_memory(
+        memory_id,
+        what,
+        datetime.now(UTC) - timedelta(minutes=minutes_ago),
         type=MemoryType.PROCEDURE,
         status=MemoryStatus.CANDIDATE,
         namespace="workspace:github.com/shop/api",
-        content=what,
-        what=what,
-        who="",
-        when="",
-        where="",
-        why="",
-        how="",
         entities=[EntityRef(name="deploys", role="subject")],
         sources=["ep_source_1"],
-        origin=Origin.DISTILLED,
-        created_at=at,
-        updated_at=at,
-        valid_from=at,
         status_reason="waits for a person: its only sources are tool output or fetched content",
         confidence=0.82,
         seen_count=3,
-        **extra,
     )
 
 
