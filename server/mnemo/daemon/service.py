@@ -8,6 +8,7 @@ calls costs a few inserts, not one each, and nothing is acknowledged before it i
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import gc
 import json
@@ -92,6 +93,16 @@ def with_waiting(
         except (anyio.WouldBlock, anyio.EndOfStream):
             break
     return batch
+
+
+def _give_back_freed_memory() -> None:
+    """Return to the system what the index build allocated and freed. glibc keeps freed blocks
+    inside the process (its mmap threshold rises with each large block freed, so later ones come
+    from the heap), and the daemon's RSS stays near the build's peak without this. Where there is
+    no malloc_trim (macOS, musl) there is nothing to do."""
+    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
+    if trim is not None:
+        trim(0)
 
 
 @dataclass(slots=True)
@@ -318,6 +329,7 @@ class MemoryService:
         # them again at every full collection (a pause proportional to the index's size).
         gc.collect()
         gc.freeze()
+        _give_back_freed_memory()
         self._index_ready.set()
         self._backlog_added.set()
         logger.info(

@@ -6,7 +6,8 @@ scans just their codes, exactly, without gathering rows from all over memory. Me
 million 768-dimension rows: a 25,000-row namespace scans in ~3 ms; gathering it first cost 3–6 ms
 more, and the global graph, asked for enough neighbours to find 200 inside it, 16 ms and up.
 Search is exact (SIMD int8 inner products through usearch's brute-force kernel) while the index
-is small, and through an HNSW graph once it holds more than ``exact_max_rows`` rows. Any other
+is small, and through an HNSW graph once it holds more than ``exact_max_rows`` rows (given the
+same int8 codes: no float copy is made, and graph and scans compare the same vectors). Any other
 filter narrows the rows that may be returned: few allowed rows are searched exactly; otherwise
 the search over-fetches and drops what the filter forbids.
 """
@@ -22,7 +23,7 @@ from usearch.index import Index, MetricKind, ScalarKind, search  # type: ignore[
 
 EXACT_MAX_ROWS = 20_000
 _SUBSET_EXACT_MAX_ROWS = 20_000
-_SCAN_OR_GRAPH = 4_800  # see VectorIndex._scan_max_rows
+_SCAN_OR_GRAPH = 24  # see VectorIndex._scan_max_rows
 _SCAN_CALLS_MAX = 4  # groups searched one by one; more are merged first
 _SCALE = 127.0
 
@@ -117,18 +118,20 @@ class VectorIndex:
         if self._graph is not None:
             if was_present.any():  # a changed vector: the graph node is replaced
                 self._graph.remove(rows[was_present].astype(np.uint64))
-            self._graph.add(rows.astype(np.uint64), codes.astype(np.float32) / _SCALE)
+            self._graph.add(rows.astype(np.uint64), codes)
         elif self._size > self._exact_max_rows:
             self._build_graph()
 
-    def _scan_max_rows(self) -> int:
-        """The most rows of narrowed groups scanned rather than searched through the graph.
+    def _scan_max_rows(self, count: int) -> int:
+        """The most rows of narrowed groups scanned rather than searched through the graph, for
+        ``count`` neighbours.
 
-        Measured at a million 768-dimension rows: a scan costs ~0.1 ms per 1,000 rows; the graph,
-        asked for the ~240/share neighbours it takes to find 200 inside the groups, ~1 ms per 500.
-        The two meet near sqrt(4,800 × rows): ~69,000 rows of a million.
+        Measured at a million 768-dimension rows: a scan of S rows costs ~0.1 ms per 1,000; the
+        graph, asked for the ~1.2·count/share neighbours it takes to find ``count`` inside groups
+        holding a share S/rows of the index, ~1 ms per 500. The two meet near
+        S = sqrt(24 × count × rows): ~49,000 rows of a million for 100 neighbours.
         """
-        return max(self._exact_max_rows, int(math.sqrt(_SCAN_OR_GRAPH * self._size)))
+        return max(self._exact_max_rows, int(math.sqrt(_SCAN_OR_GRAPH * count * self._size)))
 
     def _group_id(self, group: str) -> int:
         group_id = self._group_ids.get(group)
@@ -168,7 +171,7 @@ class VectorIndex:
         for group in self._groups:
             graph.add(
                 group.rows[: group.size].astype(np.uint64),
-                group.codes[: group.size].astype(np.float32) / _SCALE,
+                group.codes[: group.size],
             )
         self._graph = graph
 
@@ -189,7 +192,7 @@ class VectorIndex:
         code = quantise(query.reshape(1, -1))[0]
         if groups is not None:
             chosen = [self._groups[self._group_ids[g]] for g in dict.fromkeys(groups) if g in self._group_ids]
-            if sum(g.size for g in chosen) <= self._scan_max_rows():
+            if sum(g.size for g in chosen) <= self._scan_max_rows(count):
                 return self._scan(code, count, chosen, allowed)
         if self._graph is None:
             return self._scan(code, count, self._groups, allowed)
@@ -208,7 +211,7 @@ class VectorIndex:
         share = n_usable / self._size
         fetch = min(self._size, int(count / share * 1.2) + 16)
         while True:
-            found = self._graph.search(code.astype(np.float32) / _SCALE, fetch)
+            found = self._graph.search(code, fetch)
             rows = found.keys.astype(np.int64)
             keep = usable[rows]
             if keep.sum() >= wanted or fetch >= self._size:
