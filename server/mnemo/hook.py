@@ -60,7 +60,7 @@ def main(argv: list[str]) -> int:
 
             payload = json.loads(data or b"{}")
             out = plan_mode_denial(payload)
-            if not out and _is_mnemo_write(payload):
+            if not out and _mnemo_write(payload):
                 # Tell the daemon the mode the write comes in (it may have last heard "plan"
                 # from this host, before the plan was approved), briefly, and never waiting on it.
                 try:  # noqa: SIM105 - contextlib would cost the hook an import
@@ -94,20 +94,20 @@ def _deadline_s(event: str) -> float:
     return DEADLINES_S[event] if override is None else override
 
 
-def _is_mnemo_write(payload: dict[str, object]) -> bool:
+def _mnemo_write(payload: dict[str, object]) -> str:
+    """The name of the mnemo write tool the host is about to call, or "" for any other tool."""
     tool = str(payload.get("tool_name") or "")
     if not tool.startswith("mcp__"):
-        return False
+        return ""
     server, _, name = tool[len("mcp__") :].rpartition("__")
-    return "mnemo" in server and name in WRITE_TOOLS
+    return name if "mnemo" in server and name in WRITE_TOOLS else ""
 
 
 def plan_mode_denial(payload: dict[str, object]) -> str:
     """The PreToolUse answer: deny mnemo's write tools in plan mode, else nothing (allowed)."""
-    if payload.get("permission_mode") != "plan" or not _is_mnemo_write(payload):
+    name = _mnemo_write(payload)
+    if payload.get("permission_mode") != "plan" or not name:
         return ""
-    tool = str(payload.get("tool_name"))
-    name = tool.rpartition("__")[2]
     reason = f"mnemo: `{name}` writes memory, and writes are not allowed in plan mode"
     import json  # noqa: PLC0415
 

@@ -33,10 +33,9 @@ import re
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import Any
 
 import anyio
-from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -56,16 +55,15 @@ from mnemo.daemon.api import (
     ReviewUrl,
 )
 from mnemo.daemon.hooks import HookService
+from mnemo.daemon.messages import answer, parse, whole_number
 from mnemo.daemon.review_page import ReviewGate
 from mnemo.daemon.reviewing import Reviews
 from mnemo.daemon.service import MemoryService
-from mnemo.errors import InputError, MnemoError, NotAllowedError, describe_validation_error
+from mnemo.errors import InputError, MnemoError, NotAllowedError
 from mnemo.memories import MemoryStatus, RememberRequest
 from mnemo.recall import RecallEpisodeRequest, RecallRequest
 
 logger = logging.getLogger(__name__)
-M = TypeVar("M", bound=BaseModel)
-MAX_BODY_BYTES = 64 * 1024 * 1024
 
 
 class Activity:
@@ -94,22 +92,6 @@ class ActivityMiddleware:
         finally:
             self._activity.in_flight -= 1
             self._activity.last_active = time.monotonic()
-
-
-async def _parse(request: Request, model: type[M]) -> M:
-    body = await request.body()
-    if len(body) > MAX_BODY_BYTES:
-        raise InputError(f"request body of {len(body):,} bytes is over the {MAX_BODY_BYTES:,} byte limit")
-    try:
-        return model.model_validate_json(body or b"{}")
-    except ValidationError as exc:
-        raise InputError(describe_validation_error(exc)) from None
-
-
-def _json(model: BaseModel) -> Response:
-    # Serialised by pydantic-core straight to bytes: a third of the time of model_dump + json.dumps
-    # (0.06 against 0.17 ms for a recall answer of 10 memories).
-    return Response(model.model_dump_json(), media_type="application/json")
 
 
 def error_response(exc: MnemoError) -> JSONResponse:
@@ -156,17 +138,17 @@ def build_app(
     reviews = Reviews(service)
 
     async def health(request: Request) -> Response:
-        return _json(service.health())
+        return answer(service.health())
 
     async def status(request: Request) -> Response:
-        return _json(await service.status())
+        return answer(await service.status())
 
     async def append(request: Request) -> Response:
-        body = await _parse(request, AppendRequest)
-        return _json(AppendResponse(results=await service.append(body.episodes)))
+        body = await parse(request, AppendRequest)
+        return answer(AppendResponse(results=await service.append(body.episodes)))
 
     async def query_episodes(request: Request) -> Response:
-        return _json(await service.recall_episodes(await _parse(request, RecallEpisodeRequest)))
+        return answer(await service.recall_episodes(await parse(request, RecallEpisodeRequest)))
 
     def refuse_in_plan_mode(request: Request) -> None:
         if hooks.is_plan_mode(_host_of(request)):
@@ -177,15 +159,15 @@ def build_app(
 
     async def remember(request: Request) -> Response:
         refuse_in_plan_mode(request)
-        return _json(await service.remember(await _parse(request, RememberRequest)))
+        return answer(await service.remember(await parse(request, RememberRequest)))
 
     async def forget(request: Request) -> Response:
         refuse_in_plan_mode(request)
-        body = await _parse(request, ForgetRequest)
-        return _json(await service.forget(body.id, body.reason))
+        body = await parse(request, ForgetRequest)
+        return answer(await service.forget(body.id, body.reason))
 
     async def recall(request: Request) -> Response:
-        return _json(await service.recall(await _parse(request, RecallRequest)))
+        return answer(await service.recall(await parse(request, RecallRequest)))
 
     async def hook(request: Request) -> Response:
         body = await request.body()
@@ -205,56 +187,43 @@ def build_app(
         return Response(out, media_type="text/plain; charset=utf-8")
 
     async def usage_stats(request: Request) -> Response:
-        try:
-            days = int(request.query_params.get("days", "30"))
-        except ValueError:
-            raise InputError("days: must be a whole number") from None
-        if not 1 <= days <= 3_660:
-            raise InputError("days: must be between 1 and 3,660")
-        return _json(await hooks.stats(days))
+        return answer(await hooks.stats(whole_number(request, "days", 30, 3_660)))
 
     async def distil(request: Request) -> Response:
-        body = await _parse(request, DistillRequest)
-        return _json(service.distil(body.session))
+        body = await parse(request, DistillRequest)
+        return answer(service.distil(body.session))
 
     async def kept(request: Request) -> Response:
         workspace = request.query_params.get("workspace") or None
         if workspace is not None and not re.match(WORKSPACE_PATTERN, workspace):
             raise InputError(f"workspace: must be workspace:<id>, not {workspace[:130]!r}")
-        return _json(await service.kept.sets(workspace))
+        return answer(await service.kept.sets(workspace))
 
     async def keep(request: Request) -> Response:
         refuse_in_plan_mode(request)
-        return _json(await service.kept.edit(await _parse(request, KeepRequest)))
+        return answer(await service.kept.edit(await parse(request, KeepRequest)))
 
     async def keep_import(request: Request) -> Response:
-        return _json(await service.kept.import_project(await _parse(request, KeepImportRequest)))
+        return answer(await service.kept.import_project(await parse(request, KeepImportRequest)))
 
     async def review_queue(request: Request) -> Response:
         try:
             status = MemoryStatus(request.query_params.get("status", "candidate"))
-            limit = int(request.query_params.get("limit", "200"))
         except ValueError as exc:
-            raise InputError(f"status or limit: {exc}") from None
-        if not 1 <= limit <= 1_000:
-            raise InputError("limit: must be between 1 and 1,000")
+            raise InputError(f"status: {exc}") from None
+        limit = whole_number(request, "limit", 200, 1_000)
         namespace = request.query_params.get("namespace") or None
-        return _json(await reviews.queue(status, namespace, limit))
+        return answer(await reviews.queue(status, namespace, limit))
 
     async def review(request: Request) -> Response:
-        return _json(await reviews.act(await _parse(request, ReviewAction)))
+        return answer(await reviews.act(await parse(request, ReviewAction)))
 
     async def page_url(request: Request) -> Response:
-        return _json(review_url or ReviewUrl(url="", reason="this daemon serves no review page"))
+        return answer(review_url or ReviewUrl(url="", reason="this daemon serves no review page"))
 
     async def judge_log(request: Request) -> Response:
-        try:
-            limit = int(request.query_params.get("limit", "20"))
-        except ValueError:
-            raise InputError("limit: must be a whole number") from None
-        if not 1 <= limit <= 1_000:
-            raise InputError("limit: must be between 1 and 1,000")
-        return _json(await service.judge_log(limit, request.query_params.get("session") or None))
+        limit = whole_number(request, "limit", 20, 1_000)
+        return answer(await service.judge_log(limit, request.query_params.get("session") or None))
 
     async def shutdown(request: Request) -> Response:
         logger.info("shutdown requested over the API")
@@ -310,7 +279,7 @@ def build_app(
             Route("/v1/stats", usage_stats, methods=["GET"]),
             Route("/v1/judge-log", judge_log, methods=["GET"]),
             Route("/v1/shutdown", shutdown, methods=["POST"]),
-            *(review_page.routes(service, reviews, service.settings, _parse) if review_token else []),
+            *(review_page.routes(service, reviews, service.settings) if review_token else []),
         ],
         exception_handlers=handlers,
         lifespan=lifespan,

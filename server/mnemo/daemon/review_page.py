@@ -40,9 +40,7 @@ import os
 import secrets
 from functools import cache
 from pathlib import Path
-from typing import Protocol, TypeVar
 
-from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
@@ -50,6 +48,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mnemo.config import Settings
 from mnemo.daemon.api import ForgetRequest, ReviewAction
+from mnemo.daemon.messages import answer, parse
 from mnemo.daemon.reviewing import Reviews
 from mnemo.daemon.service import MemoryService
 from mnemo.errors import NotFoundError
@@ -58,17 +57,12 @@ from mnemo.memories import MemoryStatus, MemoryType, RememberRequest
 logger = logging.getLogger(__name__)
 SECRET_HEADER = "x-mnemo-review"
 TOKEN_FILE = "review.token"
-M = TypeVar("M", bound=BaseModel)
 
 
 def new_token(run_dir: Path) -> str:
     """A fresh secret for this daemon's page, written for the CLI (0600)."""
     token = secrets.token_urlsafe(32)
-    path = run_dir / TOKEN_FILE
-    path.unlink(missing_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with open(fd, "w", encoding="utf-8") as out:
-        out.write(token + "\n")
+    _write_private(run_dir / TOKEN_FILE, token + "\n")
     return token
 
 
@@ -76,12 +70,17 @@ def forwarding_page(run_dir: Path, url: str) -> Path:
     """A private (0600, in the 0700 run directory) HTML file that sends the browser to ``url``:
     what ``mnemo review url --open`` opens, so that the secret never sits on a command line."""
     path = run_dir / "review-open.html"
+    target = json.dumps(url)
+    _write_private(path, f"<!doctype html><meta charset=utf-8><script>location.replace({target})</script>\n")
+    return path
+
+
+def _write_private(path: Path, text: str) -> None:
+    """``path`` made anew, readable by this user only, holding ``text``."""
     path.unlink(missing_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    target = json.dumps(url)
     with open(fd, "w", encoding="utf-8") as out:
-        out.write(f"<!doctype html><meta charset=utf-8><script>location.replace({target})</script>\n")
-    return path
+        out.write(text)
 
 
 class ReviewGate:
@@ -120,13 +119,8 @@ class ReviewGate:
         return None
 
 
-class BodyParser(Protocol):
-    async def __call__(self, request: Request, model: type[M]) -> M: ...
-
-
-def routes(service: MemoryService, reviews: Reviews, settings: Settings, parse: BodyParser) -> list[Route]:
-    """The page's routes (mounted in the daemon's app; reached over TCP through the gate). ``parse``
-    reads a request body as a model: the API's own parser, with its size cap and errors."""
+def routes(service: MemoryService, reviews: Reviews, settings: Settings) -> list[Route]:
+    """The page's routes (mounted in the daemon's app; reached over TCP through the gate)."""
 
     async def page(request: Request) -> Response:
         page = _page().replace("__TYPES__", json.dumps([t.value for t in MemoryType]))
@@ -159,16 +153,15 @@ def routes(service: MemoryService, reviews: Reviews, settings: Settings, parse: 
 
     async def act(request: Request) -> Response:
         action = await parse(request, ReviewAction)
-        return JSONResponse((await reviews.act(action)).model_dump(mode="json"))
+        return answer(await reviews.act(action))
 
     async def forget(request: Request) -> Response:
         body = await parse(request, ForgetRequest)
-        memory = await service.forget(body.id, body.reason)
-        return JSONResponse(memory.model_dump(mode="json"))
+        return answer(await service.forget(body.id, body.reason))
 
     async def add(request: Request) -> Response:
         remembered = await parse(request, RememberRequest)
-        return JSONResponse((await service.remember(remembered, manual=True)).model_dump(mode="json"))
+        return answer(await service.remember(remembered, manual=True))
 
     async def episode(request: Request) -> Response:
         """The turn an episode belongs to (its episode marked), for the page to show."""

@@ -69,11 +69,10 @@ class Approval:
                 "waits for a person: its only sources are tool output or fetched content",
             )
         if self.policy == "review":
-            if 0 < self.min_seen <= memory.seen_count and memory.confidence >= self.min_confidence:
-                return MemoryStatus.ACTIVE, (
-                    f"auto-approved: seen {memory.seen_count} times with confidence {memory.confidence:.2f}"
-                )
-            return MemoryStatus.CANDIDATE, "waits for a person (approval_policy review)"
+            return self._auto_approved(memory) or (
+                MemoryStatus.CANDIDATE,
+                "waits for a person (approval_policy review)",
+            )
         if memory.type in NEEDS_A_PERSON and not memory.has_human_backing:
             return (
                 MemoryStatus.CANDIDATE,
@@ -85,13 +84,13 @@ class Approval:
         """A candidate an equivalent one was folded into (``memory.seen_count`` counts it): it
         waits on, unless review's auto-approval takes it. A merge never activates a candidate
         under ``auto`` (its text is what a person has to approve), nor one from tool output alone."""
-        if (
-            self.policy == "review"
-            and not tool_only
-            and 0 < self.min_seen <= memory.seen_count
-            and memory.confidence >= self.min_confidence
-        ):
-            return MemoryStatus.ACTIVE, (
-                f"auto-approved: seen {memory.seen_count} times with confidence {memory.confidence:.2f}"
-            )
+        if self.policy == "review" and not tool_only and (approved := self._auto_approved(memory)):
+            return approved
         return MemoryStatus.CANDIDATE, memory.status_reason
+
+    def _auto_approved(self, memory: Memory) -> tuple[MemoryStatus, str] | None:
+        """Review's auto-approval, when ``memory`` reaches its thresholds (None otherwise)."""
+        if 0 < self.min_seen <= memory.seen_count and memory.confidence >= self.min_confidence:
+            reason = f"auto-approved: seen {memory.seen_count} times with confidence {memory.confidence:.2f}"
+            return MemoryStatus.ACTIVE, reason
+        return None
