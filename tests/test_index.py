@@ -7,6 +7,7 @@ import random
 import threading
 from collections import Counter
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from mnemo.index.engine import CLOSED, CURRENT, Document, SearchIndex, SearchQue
 from mnemo.index.entities import EntityMatcher
 from mnemo.index.lexical import K1, B, LexicalIndex
 from mnemo.index.query import Asked, analyse
+from mnemo.index.snapshot import GraphSnapshot
 from mnemo.index.text import Language, query_terms, terms, tokens
 from mnemo.index.vectors import VectorIndex, quantise
 
@@ -341,6 +343,90 @@ def test_vectors_put_twice_or_changed_keep_one_entry_per_row_in_the_graph() -> N
     rows, cosines = index.search(vectors[1], 3)
     assert set(rows[:2].tolist()) == {1, 7} and cosines[1] > 0.99  # row 7 now holds vector 1
     assert list(rows).count(7) == 1
+
+
+def _bulk_loaded(keys: list[str], vectors: np.ndarray) -> VectorIndex:
+    index = VectorIndex(16, exact_max_rows=100)
+    index.put(np.arange(len(keys)), vectors, [f"g{i % 3}" for i in range(len(keys))], bulk=True)
+    assert not index.has_graph  # a bulk load leaves the graph to settle_graph
+    return index
+
+
+def _each_row_finds_itself_first(index: VectorIndex, vectors: np.ndarray) -> bool:
+    # Through the graph: a node labelled with the wrong row would be found for another row's vector.
+    return all(index.search(vectors[row], 1)[0].tolist() == [row] for row in range(len(vectors)))
+
+
+def test_a_saved_graph_is_adopted_by_key_keeping_only_nodes_whose_codes_did_not_change(
+    tmp_path: Path,
+) -> None:
+    rng = np.random.default_rng(8)
+    keys = [f"k{i}" for i in range(400)]
+    vectors = rng.standard_normal((400, 16)).astype(np.float32)
+    first = _bulk_loaded(keys, vectors)
+    assert first.settle_graph(None) == "graph built over 400 rows"
+    snapshot = GraphSnapshot(tmp_path, "memories", "model-a")
+    assert snapshot.write(first, keys) == 400
+
+    # The next run: rows in another order, four keys gone, one vector changed, three keys new.
+    later_keys = [k for k in reversed(keys) if k not in {"k3", "k50", "k51", "k399"}] + ["n1", "n2", "n3"]
+    by_key = dict(zip(keys, vectors, strict=True))
+    by_key["k7"] = rng.standard_normal(16).astype(np.float32)
+    later_vectors = np.stack(
+        [by_key[k] if k in by_key else rng.standard_normal(16).astype(np.float32) for k in later_keys]
+    )
+    later = _bulk_loaded(later_keys, later_vectors)
+    saved = snapshot.read({k: row for row, k in enumerate(later_keys)}, 16)
+    assert saved is not None
+    assert later.settle_graph(saved) == "saved graph adopted: 395 rows kept, 5 dropped, 4 added"
+    assert later.has_graph and _each_row_finds_itself_first(later, later_vectors)
+
+    # Made with another model, or not the bytes that were saved: not read, and a graph is built.
+    assert GraphSnapshot(tmp_path, "memories", "model-b").read({}, 16) is None
+    graph_file = tmp_path / "memories.usearch"
+    data = bytearray(graph_file.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    graph_file.write_bytes(bytes(data))
+    assert snapshot.read({k: row for row, k in enumerate(later_keys)}, 16) is None
+    rebuilt = _bulk_loaded(later_keys, later_vectors)
+    assert rebuilt.settle_graph(None) == "graph built over 399 rows"
+    assert _each_row_finds_itself_first(rebuilt, later_vectors)
+
+
+def test_a_saved_graph_mostly_stale_is_rebuilt_not_patched(tmp_path: Path) -> None:
+    rng = np.random.default_rng(9)
+    keys = [f"k{i}" for i in range(300)]
+    vectors = rng.standard_normal((300, 16)).astype(np.float32)
+    first = _bulk_loaded(keys, vectors)
+    first.settle_graph(None)
+    snapshot = GraphSnapshot(tmp_path, "passages", "model-a")
+    snapshot.write(first, keys)
+    changed = vectors.copy()
+    changed[:100] = rng.standard_normal((100, 16))  # a third of the nodes: tombstones would pile up
+    later = _bulk_loaded(keys, changed)
+    saved = snapshot.read({k: row for row, k in enumerate(keys)}, 16)
+    assert later.settle_graph(saved) == "graph built over 300 rows"
+    assert _each_row_finds_itself_first(later, changed)
+
+
+def test_two_saved_nodes_naming_one_key_give_it_one_node(tmp_path: Path) -> None:
+    # A document re-added with the same text leaves its retired row's vector behind: were both
+    # nodes to take the key's row, the graph would hold it twice.
+    rng = np.random.default_rng(10)
+    keys = [f"k{i}" for i in range(200)]
+    vectors = rng.standard_normal((200, 16)).astype(np.float32)
+    vectors[5] = vectors[6]
+    first = _bulk_loaded(keys, vectors)
+    first.settle_graph(None)
+    snapshot = GraphSnapshot(tmp_path, "memories", "model-a")
+    snapshot.write(first, [*keys[:5], "k6", *keys[6:]])
+    later_keys = [k for k in keys if k != "k5"]
+    later_vectors = np.delete(vectors, 5, axis=0)
+    later = _bulk_loaded(later_keys, later_vectors)
+    saved = snapshot.read({k: row for row, k in enumerate(later_keys)}, 16)
+    assert later.settle_graph(saved) == "saved graph adopted: 199 rows kept, 1 dropped, 0 added"
+    rows, _ = later.search(later_vectors[5], 3)
+    assert rows[0] == 5 and len(set(rows.tolist())) == 3
 
 
 def test_candidate_search_reads_few_postings_yet_finds_the_exact_best(

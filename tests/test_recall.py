@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import anyio
+import numpy as np
 
 from mnemo.clock import utc_now
 from mnemo.daemon.client import DaemonClient
+from mnemo.embed import load_embedder
 from mnemo.episodes import EpisodeIn, new_id
+from mnemo.index.vectors import EXACT_MAX_ROWS
 from mnemo.memories import EntityIn, EntityRef, Memory, MemoryStatus, MemoryType, RememberRequest
 from mnemo.recall import RecallEpisodeRequest, RecallRequest
 from mnemo.store import open_store
@@ -193,3 +196,49 @@ def test_cli_recall_explain_shows_each_component_of_each_score(home: Home) -> No
         assert component in line
     as_json = json.loads(home.mnemo("recall", "gateway timeout", "--explain", "--json").stdout)
     assert set(as_json["memories"][0]["explain"]) >= {"vector", "lexical", "entity"}
+
+
+def test_a_restarted_daemon_adopts_the_vector_graph_it_saved_and_finds_what_changed(home: Home) -> None:
+    # Past the size where vector search goes through a graph; vectors written straight into the
+    # store (random, under the installed model's id) spare embedding 20,000 texts.
+    embedder = load_embedder(home.settings)
+    assert embedder is not None
+    count = EXACT_MAX_ROWS + 500
+    at = datetime(2026, 11, 2, tzinfo=UTC)
+    memories = [make_memory(f"m{i:05d}", f"note number {i}", at) for i in range(count)]
+    questions = ["which database holds the orders?", "who reviews pull requests?", "how do we retry jobs?"]
+    asked = embedder.embed_queries(questions)
+    vectors = np.random.default_rng(3).standard_normal((count, embedder.dim)).astype(np.float32)
+    vectors[7] = asked[2]  # the third question's answer, unchanged throughout
+    store = open_store(home.settings.store)
+    try:
+        store.migrate()
+        store.put_memories(memories)
+        store.put_embeddings(embedder.model_id, [(m.id, 0) for m in memories], vectors)
+    finally:
+        store.close()
+
+    async def life() -> tuple[list[str], list[str | None]]:
+        async with DaemonClient(home.settings) as client:
+            await wait_for_vectors(client)
+            found = [await client.recall(RecallRequest(query=q, limit=10)) for q in questions]
+            firsts = [f.memories[0].memory.id if f.memories else None for f in found]  # none: no answer
+            return (await client.status()).vector_graphs, firsts
+
+    graphs, first = anyio.run(life)
+    assert graphs[0] == f"memories: graph built over {count:,} rows; saved"
+    assert first[2] == "m00007"
+    home.mnemo("daemon", "stop")
+
+    # While the daemon is down, a memory gets the first question's vector, and a new one, first
+    # in the store's order (every row after it moves), the second's. The next start keeps the
+    # saved graph under the new rows, drops the changed node, adds both.
+    store = open_store(home.settings.store)
+    try:
+        store.put_memories([make_memory("a0001", "a new note", at)])
+        store.put_embeddings(embedder.model_id, [("m00042", 0), ("a0001", 0)], asked[:2])
+    finally:
+        store.close()
+    graphs, second = anyio.run(life)
+    assert graphs[0] == f"memories: saved graph adopted: {count - 1:,} rows kept, 1 dropped, 2 added"
+    assert second == ["m00042", "a0001", "m00007"]

@@ -3,7 +3,8 @@
 For each size and embedder it prints:
 - store load time (bulk insert, not measured as a product figure);
 - index build: the daemon's own start-up build from the store (memories, entities, vectors),
-  its time and the daemon's RSS once built;
+  its time and the daemon's RSS once built; then the same daemon started again, adopting the
+  vector graph the first one saved (its time, RSS, and one round of end-to-end recall);
 - ranking only, in this process: the engine's search over the same documents with precomputed
   question vectors, p50/p95 (no embedding, no store read), over all namespaces and narrowed to
   a workspace and a person as the hooks ask;
@@ -269,13 +270,14 @@ def bench(size: int, embedder_id: str, runs: int, rounds: int, ranking_only: boo
         settings = load_settings(env)
         load_store(settings, memories, vectors, embedder)
 
-        async def through_daemon() -> None:
+        async def through_daemon(start: str, rounds: int) -> None:
             async with DaemonClient(settings) as client:
                 started = time.perf_counter()
                 status = await index_built(client)
                 print(
-                    f"daemon start + index build {time.perf_counter() - started:.1f} s, "
+                    f"daemon {start} {time.perf_counter() - started:.1f} s, "
                     f"daemon RSS {rss_mb(status.pid):,.0f} MB, backlog {status.embedding_backlog}"
+                    + "".join(f"\n  {graph}" for graph in status.vector_graphs)
                 )
                 for question in QUESTIONS:  # warm-up
                     await client.recall(RecallRequest(query=question))
@@ -298,7 +300,9 @@ def bench(size: int, embedder_id: str, runs: int, rounds: int, ranking_only: boo
                     )
 
         try:
-            anyio.run(through_daemon)
+            anyio.run(through_daemon, "start + index build", rounds)
+            stop_daemon(settings)
+            anyio.run(through_daemon, "restart (the saved vector graph adopted)", 1)
         finally:
             stop_daemon(settings)
 

@@ -428,8 +428,10 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     _write(f"memories   {memories}")
     _write(f"entities   {status.entities:,}")
     _write(f"embedder   {status.embedder}")
-    index = "ready" if status.index_ready else "building"
+    index = "building" if status.index_build_s is None else f"built in {status.index_build_s:,.1f} s"
     _write(f"index      {index}, {status.embedding_backlog:,} waiting for vectors")
+    for graph in status.vector_graphs:
+        _write(f"           {graph}")
     llm = status.language_model
     if not llm.endpoint:
         _write("model      none (set llm_url and llm_model to distil conversations)")

@@ -7,11 +7,12 @@ Layout when ``MNEMO_HOME`` is set (tests, several installs side by side)::
 
     $MNEMO_HOME/config.toml      settings
     $MNEMO_HOME/store/           embedded chDB data (when the store is the default chdb:// DSN)
+    $MNEMO_HOME/index/           the search indexes' vector graphs, saved between daemon runs
     $MNEMO_HOME/run/             0700: the daemon's unix socket, pid and lock files
     $MNEMO_HOME/logs/            daemon.log
 
 Without it, the platform's user directories are used (on Linux: ``~/.config/mnemo``,
-``~/.local/share/mnemo/store``, ``~/.local/state/mnemo/{run,logs}``).
+``~/.local/share/mnemo/{store,index}``, ``~/.local/state/mnemo/{run,logs}``).
 
 This and :mod:`mnemo.paths` (where the files live, which the hook process needs without
 pydantic) are the only modules that read the environment. Every setting has a section in
@@ -182,6 +183,8 @@ class Settings(BaseModel):
     config_file: Path = Field(default=Path(), exclude=True)
     run_dir: Path = Field(default=Path(), exclude=True)
     log_dir: Path = Field(default=Path(), exclude=True)
+    # None: vector graphs are not saved (settings made without load_settings).
+    index_dir: Path | None = Field(default=None, exclude=True)
 
     @property
     def socket_path(self) -> Path:
@@ -237,9 +240,8 @@ class Settings(BaseModel):
 
 # Settings that are tables in the file and JSON in the environment.
 JSON_SETTINGS = frozenset({"calibration"})
-SETTABLE = tuple(
-    name for name in Settings.model_fields if name not in {"home", "config_file", "run_dir", "log_dir"}
-)
+_DERIVED = frozenset({"home", "config_file", "run_dir", "log_dir", "index_dir"})
+SETTABLE = tuple(name for name in Settings.model_fields if name not in _DERIVED)
 
 
 def redact_dsn(dsn: str) -> str:
@@ -280,7 +282,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         values["models_dir"] = str(data_dir.parent / "models")
     if not values.get("person"):
         values["person"] = _default_person(env)
-    values.update(home=home, config_file=config_file, run_dir=run_dir, log_dir=log_dir)
+    index_dir = data_dir.parent / "index"
+    values.update(home=home, config_file=config_file, run_dir=run_dir, log_dir=log_dir, index_dir=index_dir)
 
     try:
         settings = Settings.model_validate(values)

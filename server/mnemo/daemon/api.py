@@ -110,6 +110,13 @@ class Status(BaseModel):
     entities: int
     embedder: str = Field(description="The embedding model recall uses ('none' when none is installed).")
     index_ready: bool = Field(description="Whether the in-RAM index has been built from the store.")
+    index_build_s: float | None = Field(
+        default=None, description="How long the start-up index build took (None while it runs)."
+    )
+    vector_graphs: list[str] = Field(
+        default_factory=list,
+        description="Each index's vector graph at the build (adopted from the last run, built, saved).",
+    )
     embedding_backlog: int = Field(description="Memories and episode passages still waiting for a vector.")
     language_model: ModelStatus
     distillation: DistillStatus

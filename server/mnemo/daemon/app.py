@@ -254,6 +254,7 @@ def build_app(
             tg.start_soon(build_then_embed)
             yield
             tg.cancel_scope.cancel()
+        await service.save_index()
 
     handlers: dict[Any, Callable[[Request, Exception], Any]] = {
         MnemoError: _mnemo_error,

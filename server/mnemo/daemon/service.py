@@ -194,6 +194,8 @@ class MemoryService:
         self.distilling = DistillLoop(store, self.engine, settings, self.meter)
         self.kept = CuratedSets(store, settings, self.call_store)
         self._index_ready = anyio.Event()
+        self._index_build_s: float | None = None
+        self._vector_graphs: list[str] = []
         self._embedder_limiter = anyio.CapacityLimiter(1)
         self._backlog_added = anyio.Event()
         self._intake = EpisodeIntake(
@@ -250,6 +252,8 @@ class MemoryService:
             entities=counts.entities,
             embedder=self.engine.embedder.model_id if self.engine.embedder else "none",
             index_ready=self._index_ready.is_set(),
+            index_build_s=self._index_build_s,
+            vector_graphs=self._vector_graphs,
             embedding_backlog=self.engine.backlog + self._embedding_in_flight,
             language_model=ModelStatus(
                 endpoint=redact_dsn(self._settings.llm_url),
@@ -325,11 +329,16 @@ class MemoryService:
         if embedder is not None:
             async for keys, matrix in self._embedding_pages(embedder.model_id):
                 await anyio.to_thread.run_sync(engine.load_vectors, keys, matrix)
+            settled = time.monotonic()
+            graphs = await anyio.to_thread.run_sync(engine.settle_graphs, self._settings.index_dir)
+            logger.info("vector graphs in %.1f s: %s", time.monotonic() - settled, "; ".join(graphs))
+            self._vector_graphs = graphs
         # The index's objects live as long as the daemon: keep the cyclic collector from walking
         # them again at every full collection (a pause proportional to the index's size).
         gc.collect()
         gc.freeze()
         _give_back_freed_memory()
+        self._index_build_s = round(time.monotonic() - started, 3)
         self._index_ready.set()
         self._backlog_added.set()
         logger.info(
@@ -339,6 +348,19 @@ class MemoryService:
             len(engine.passages),
             engine.backlog,
         )
+
+    async def save_index(self) -> None:
+        """At exit: save the vector graphs that changed much since the start (never raises)."""
+        if not self._index_ready.is_set():
+            return
+        started = time.monotonic()
+        try:
+            saved = await anyio.to_thread.run_sync(self.engine.save_graphs, self._settings.index_dir)
+        except Exception:
+            logger.exception("vector graphs not saved")
+            return
+        if saved:
+            logger.info("vector graphs saved in %.1f s: %d nodes", time.monotonic() - started, saved)
 
     async def _embedding_pages(
         self, model: str

@@ -33,6 +33,7 @@ from pyroaring import BitMap
 
 from mnemo.index.lexical import LexicalIndex
 from mnemo.index.query import Asked, DateRange
+from mnemo.index.snapshot import GraphSnapshot
 from mnemo.index.text import terms as text_terms
 from mnemo.index.vectors import VectorIndex
 
@@ -45,6 +46,7 @@ CANDIDATE = "candidate"  # waits for a person: never recalled nor injected
 _CANDIDATES_PER_SOURCE = 100
 MIN_COSINE_SPREAD = 0.1
 _MAX_CACHED_MASKS = 32
+_RESAVE_SHARE = 0.1  # see SearchIndex.save_graph
 # From this many rows, the vector search (usearch releases the GIL) runs on a second thread while
 # BM25 finds its candidates: about 2 ms less per search at a million rows on 2 cores. A question
 # still being embedded (a pending vector) always goes there: the thread embeds it, then searches.
@@ -241,8 +243,11 @@ class SearchIndex:
             self._status_of[row] = status
             return True
 
-    def put_vectors(self, keys: Sequence[str], vectors: npt.NDArray[np.float32]) -> None:
-        """Attach vectors to documents by key (unknown keys are skipped)."""
+    def put_vectors(
+        self, keys: Sequence[str], vectors: npt.NDArray[np.float32], *, bulk: bool = False
+    ) -> None:
+        """Attach vectors to documents by key (unknown keys are skipped). ``bulk``: part of a large
+        load, after which ``settle_graph`` is called."""
         with self._lock:
             pairs = [(self._row_of.get(k), i) for i, k in enumerate(keys)]
             known = [(row, i) for row, i in pairs if row is not None]
@@ -252,7 +257,33 @@ class SearchIndex:
                 self._vectors = VectorIndex(vectors.shape[1])
             rows = np.asarray([row for row, _ in known], dtype=np.int64)
             namespaces = [self._namespace_of[row] for row, _ in known]
-            self._vectors.put(rows, vectors[[i for _, i in known]], namespaces)
+            self._vectors.put(rows, vectors[[i for _, i in known]], namespaces, bulk=bulk)
+
+    def settle_graph(self, snapshot: GraphSnapshot | None) -> str:
+        """After a bulk load: adopt the vector graph ``snapshot`` holds where it fits, else build
+        one; then save it if it changed much. Says what was done, for the log."""
+        with self._lock:
+            vectors = self._vectors
+            if vectors is None:
+                return "no vectors"
+            saved = None
+            if snapshot is not None and vectors.wants_graph and not vectors.has_graph:
+                saved = snapshot.read(self._row_of, vectors.dim)
+            outcome = vectors.settle_graph(saved)
+            if snapshot is not None and self.save_graph(snapshot):
+                outcome += "; saved"
+            return outcome
+
+    def save_graph(self, snapshot: GraphSnapshot) -> int:
+        """Save the vector graph if more than a tenth of it changed since it was built, adopted or
+        saved (the next start adds fewer changes faster than a save takes); the nodes saved."""
+        with self._lock:
+            vectors = self._vectors
+            if vectors is None or not vectors.has_graph or vectors.unsaved <= _RESAVE_SHARE * vectors.size:
+                return 0
+            # A retired row (its key re-added since) keeps its old vector: its node is not named.
+            keys = [key if row in self._live else "" for row, key in enumerate(self._keys)]
+            return snapshot.write(vectors, keys)
 
     def has_key(self, key: str) -> bool:
         return key in self._row_of

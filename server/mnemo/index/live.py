@@ -17,6 +17,7 @@ from collections.abc import Container, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -38,6 +39,7 @@ from mnemo.index.engine import (
 )
 from mnemo.index.entities import EntityMatcher, entity_key
 from mnemo.index.query import Analysis, analyse
+from mnemo.index.snapshot import GraphSnapshot
 from mnemo.index.text import terms as text_terms
 from mnemo.memories import Memory
 
@@ -215,19 +217,43 @@ class RecallEngine:
 
     def put_vectors(self, items: Sequence[tuple[str, str]], vectors: npt.NDArray[np.float32]) -> None:
         """Vectors for backlog items: (index name, key) per row of ``vectors``."""
-        for name, index in (("memories", self.memories), ("passages", self.passages)):
+        for name, index in self._indexes():
             rows = [i for i, (n, _) in enumerate(items) if n == name]
             if rows:
                 index.put_vectors([items[i][1] for i in rows], vectors[rows])
 
     def load_vectors(self, keys: list[tuple[str, int]], matrix: npt.NDArray[np.float32]) -> None:
-        """Vectors read from the store at start: memory ids have part 0 and no '#'."""
+        """Vectors read from the store at start (memory ids have part 0 and no '#'); once all are
+        in, ``settle_graphs`` gives each index its graph."""
         memory_rows = [i for i, (owner, _) in enumerate(keys) if self.memories.has_key(owner)]
         if memory_rows:
-            self.memories.put_vectors([keys[i][0] for i in memory_rows], matrix[memory_rows])
+            self.memories.put_vectors([keys[i][0] for i in memory_rows], matrix[memory_rows], bulk=True)
         passage_rows = [i for i, (o, p) in enumerate(keys) if self.passages.has_key(passage_key(o, p))]
         if passage_rows:
-            self.passages.put_vectors([passage_key(*keys[i]) for i in passage_rows], matrix[passage_rows])
+            keys_of_rows = [passage_key(*keys[i]) for i in passage_rows]
+            self.passages.put_vectors(keys_of_rows, matrix[passage_rows], bulk=True)
+
+    def settle_graphs(self, directory: Path | None) -> list[str]:
+        """After ``load_vectors``: each index adopts its saved vector graph from ``directory``
+        where it fits, or builds one (and saves it there). What was done, per index."""
+        return [f"{name}: {i.settle_graph(self._snapshot(directory, name))}" for name, i in self._indexes()]
+
+    def save_graphs(self, directory: Path | None) -> int:
+        """Save each index's vector graph that changed much since the last save; nodes written."""
+        saved = 0
+        for name, index in self._indexes():
+            snapshot = self._snapshot(directory, name)
+            if snapshot is not None:
+                saved += index.save_graph(snapshot)
+        return saved
+
+    def _indexes(self) -> tuple[tuple[str, SearchIndex], ...]:
+        return (("memories", self.memories), ("passages", self.passages))
+
+    def _snapshot(self, directory: Path | None, name: str) -> GraphSnapshot | None:
+        if directory is None or self.embedder is None:
+            return None
+        return GraphSnapshot(directory, name, self.embedder.model_id)
 
     @property
     def backlog(self) -> int:

@@ -10,12 +10,20 @@ is small, and through an HNSW graph once it holds more than ``exact_max_rows`` r
 same int8 codes: no float copy is made, and graph and scans compare the same vectors). Any other
 filter narrows the rows that may be returned: few allowed rows are searched exactly; otherwise
 the search over-fetches and drops what the filter forbids.
+
+Building the graph is most of a large index's start (a million rows: ~5 minutes on two cores), so
+a bulk load defers it (``put(..., bulk=True)``) and ``settle_graph`` then adopts a graph saved by
+an earlier run (``save_graph``) when one is given, keeping each saved node whose row still holds
+the very codes it was built from (checked by fingerprint) and adding what is new.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -26,6 +34,13 @@ _SUBSET_EXACT_MAX_ROWS = 20_000
 _SCAN_OR_GRAPH = 24  # see VectorIndex._scan_max_rows
 _SCAN_CALLS_MAX = 4  # groups searched one by one; more are merged first
 _SCALE = 127.0
+# A saved graph is rebuilt rather than adopted when more than this share of its nodes is stale:
+# removed nodes stay in an HNSW graph as tombstones that searches still walk.
+_STALE_MAX_SHARE = 0.2
+_FINGERPRINT_CHUNK_ROWS = 65_536
+_RENAMED = np.uint64(1 << 62)  # labels are moved out of the rows' range before taking them
+
+logger = logging.getLogger(__name__)
 
 
 def quantise(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.int8]:
@@ -34,6 +49,33 @@ def quantise(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.int8]:
     unit = vectors / np.maximum(norms, 1e-12)
     codes: npt.NDArray[np.int8] = np.clip(np.rint(unit * _SCALE), -127, 127).astype(np.int8)
     return codes
+
+
+def fingerprints(codes: npt.NDArray[np.int8]) -> npt.NDArray[np.uint64]:
+    """A 64-bit fingerprint of each row of codes (a fixed random linear hash of its bytes): two
+    rows with different codes share one with probability ~2⁻⁶⁴."""
+    dim = codes.shape[1]
+    width = -(-dim // 8) * 8
+    multipliers = np.random.default_rng(dim).integers(1, 1 << 63, size=width // 8, dtype=np.uint64) | 1
+    out = np.empty(len(codes), dtype=np.uint64)
+    for start in range(0, len(codes), _FINGERPRINT_CHUNK_ROWS):
+        chunk = codes[start : start + _FINGERPRINT_CHUNK_ROWS]
+        padded = np.zeros((len(chunk), width), dtype=np.int8)
+        padded[:, :dim] = chunk
+        out[start : start + len(chunk)] = (padded.view(np.uint64) * multipliers).sum(axis=1, dtype=np.uint64)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class SavedGraph:
+    """A graph saved by an earlier run, and what became of its nodes: ``labels`` (the rows they
+    were), ``rows`` (the row now holding each one's key, -1: none), ``fingerprints`` (of each
+    one's codes when saved)."""
+
+    path: Path
+    labels: npt.NDArray[np.uint64]
+    rows: npt.NDArray[np.int64]
+    fingerprints: npt.NDArray[np.uint64]
 
 
 class _Group:
@@ -77,6 +119,7 @@ class VectorIndex:
         self._exact_max_rows = exact_max_rows
         self._graph: Index | None = None
         self._merged: _Group | None = None  # every group's codes in one matrix (see _scan)
+        self._unsaved = 0  # graph nodes added or dropped since it was built, adopted or saved
 
     @property
     def size(self) -> int:
@@ -89,9 +132,17 @@ class VectorIndex:
         return out
 
     def put(
-        self, rows: npt.NDArray[np.int64], vectors: npt.NDArray[np.float32], groups: Sequence[str]
+        self,
+        rows: npt.NDArray[np.int64],
+        vectors: npt.NDArray[np.float32],
+        groups: Sequence[str],
+        *,
+        bulk: bool = False,
     ) -> None:
-        """Set the vectors of ``rows``, each in its group (a row keeps the group it first had)."""
+        """Set the vectors of ``rows``, each in its group (a row keeps the group it first had).
+
+        ``bulk``: part of a large load; a graph is not started here but by ``settle_graph``.
+        """
         if not len(rows):
             return
         if vectors.shape[1] != self.dim:
@@ -119,8 +170,93 @@ class VectorIndex:
             if was_present.any():  # a changed vector: the graph node is replaced
                 self._graph.remove(rows[was_present].astype(np.uint64))
             self._graph.add(rows.astype(np.uint64), codes)
-        elif self._size > self._exact_max_rows:
+            self._unsaved += len(rows)
+        elif self.wants_graph and not bulk:
             self._build_graph()
+
+    @property
+    def wants_graph(self) -> bool:
+        """Whether the index is past the size where searches go through a graph."""
+        return self._size > self._exact_max_rows
+
+    @property
+    def has_graph(self) -> bool:
+        return self._graph is not None
+
+    @property
+    def unsaved(self) -> int:
+        """Graph nodes added or dropped since the graph was built (all of them), adopted or saved."""
+        return self._unsaved
+
+    def rows_with_vectors(self) -> npt.NDArray[np.int64]:
+        return np.flatnonzero(self._present[: self._size]).astype(np.int64)
+
+    def fingerprints_of(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.uint64]:
+        """The fingerprint of each row's codes (rows must hold vectors)."""
+        out = np.empty(len(rows), dtype=np.uint64)
+        for start in range(0, len(rows), _FINGERPRINT_CHUNK_ROWS):
+            chunk = rows[start : start + _FINGERPRINT_CHUNK_ROWS]
+            out[start : start + len(chunk)] = fingerprints(self._codes_of(chunk))
+        return out
+
+    def save_graph(self, path: Path) -> npt.NDArray[np.int64]:
+        """Write the graph to ``path``; the rows it holds (its labels), ascending."""
+        if self._graph is None:
+            raise ValueError("no graph to save")
+        self._graph.save(str(path))
+        self._unsaved = 0
+        return self.rows_with_vectors()
+
+    def settle_graph(self, saved: SavedGraph | None) -> str:
+        """Give the index the graph it needs after a bulk load: adopt a saved one when it fits,
+        else build one. Says what was done, for the log."""
+        if self._graph is not None or not self.wants_graph:
+            return "graph already built" if self._graph is not None else "no graph needed"
+        if saved is not None:
+            adopted = self._adopt_graph(saved)
+            if adopted is not None:
+                return adopted
+        self._build_graph()
+        return f"graph built over {int(self._present[: self._size].sum()):,} rows"
+
+    def _adopt_graph(self, saved: SavedGraph) -> str | None:
+        try:
+            graph = Index.restore(str(saved.path))
+        except Exception as exc:  # any unreadable file: build instead
+            logger.warning("saved vector graph %s unreadable (%s): building a new one", saved.path, exc)
+            return None
+        labels, rows = saved.labels, saved.rows
+        if graph is None or graph.ndim != self.dim or len(graph) != len(labels):
+            logger.warning("saved vector graph %s does not fit this index: building a new one", saved.path)
+            return None
+        known = (rows >= 0) & (rows < self._size)
+        known[known] = self._present[rows[known]]
+        _, first = np.unique(np.where(known, rows, -1), return_index=True)
+        known[np.setdiff1d(np.arange(len(rows)), first)] = False  # a row named twice: its first node
+        fits = np.zeros(len(rows), dtype=bool)
+        fits[known] = self.fingerprints_of(rows[known]) == saved.fingerprints[known]
+        stale = len(rows) - int(fits.sum())
+        if stale > _STALE_MAX_SHARE * len(rows):
+            logger.info("saved vector graph: %d of %d nodes stale, building a new one", stale, len(rows))
+            return None
+        kept_labels, kept_rows = labels[fits], rows[fits]
+        in_graph = np.zeros(self._size, dtype=bool)
+        in_graph[kept_rows] = True
+        missing = np.flatnonzero(self._present[: self._size] & ~in_graph).astype(np.int64)
+        try:
+            if stale:
+                graph.remove(labels[~fits])
+            # Labels become the rows now holding them, in two steps: old labels and rows overlap.
+            graph.rename(kept_labels, kept_labels + _RENAMED)
+            graph.rename(kept_labels + _RENAMED, kept_rows.astype(np.uint64))
+            if len(missing):
+                graph.add(missing.astype(np.uint64), self._codes_of(missing))
+        except Exception as exc:  # a graph that will not take the changes: build instead
+            logger.warning("saved vector graph %s not adopted (%s): building a new one", saved.path, exc)
+            return None
+        self._graph = graph
+        self._unsaved = stale + len(missing)
+        return f"saved graph adopted: {len(kept_rows):,} rows kept, {stale:,} dropped, {len(missing):,} added"
 
     def _scan_max_rows(self, count: int) -> int:
         """The most rows of narrowed groups scanned rather than searched through the graph, for
@@ -174,6 +310,7 @@ class VectorIndex:
                 group.codes[: group.size],
             )
         self._graph = graph
+        self._unsaved = len(graph)
 
     def search(
         self,
@@ -238,7 +375,8 @@ class VectorIndex:
         every row of the index)."""
         found_rows: list[npt.NDArray[np.int64]] = []
         found_cosines: list[npt.NDArray[np.float32]] = []
-        if len(groups) > _SCAN_CALLS_MAX:
+        # (Not while a bulk load waits for its graph: every group merged would be a copy of all.)
+        if len(groups) > _SCAN_CALLS_MAX and not (groups is self._groups and self.wants_graph):
             # A search call costs ~0.1 ms before it reads a row: many small groups are copied
             # into one matrix and searched at once. All of them (an unnarrowed search of an
             # index too small for a graph, at most exact_max_rows rows) are kept until a put.
