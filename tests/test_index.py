@@ -71,6 +71,24 @@ def test_bm25_matches_a_brute_force_oracle_across_incremental_merges() -> None:
             assert score == pytest.approx(expected[row], rel=1e-4)
 
 
+def test_bm25_after_a_bulk_load_with_writes_between_its_pages_matches_the_oracle() -> None:
+    rng = random.Random(8)
+    docs = [[rng.choice(WORDS) for _ in range(rng.randint(1, 12))] for _ in range(6_000)]
+    index = LexicalIndex()
+    index.add(docs[:1_000], bulk=True)  # the first page is the base
+    for start in range(1_000, 6_000, 500):
+        index.add(docs[start : start + 499], bulk=True)
+        index.add([docs[start + 499]])  # a write that arrives during the load: searchable at once
+        assert index.score(docs[start + 499][:1])[0].max() == start + 499
+    index.finish_bulk()
+    for query in (["gateway"], ["deploy", "thursday", "v2"], ["lb.tf", "retry", "unknown-word"]):
+        rows, scores = index.score(query)
+        expected = _bm25_oracle(query, docs)
+        assert sorted(rows.tolist()) == [i for i, s in enumerate(expected) if s > 0]
+        for row, score in zip(rows.tolist(), scores.tolist(), strict=True):
+            assert score == pytest.approx(expected[row], rel=1e-4)
+
+
 def test_vector_search_is_exact_when_small_and_respects_the_filter_with_a_graph() -> None:
     rng = np.random.default_rng(3)
     vectors = rng.standard_normal((3_000, 32)).astype(np.float32)

@@ -236,10 +236,11 @@ def bench(size: int, embedder_id: str, runs: int, rounds: int, ranking_only: boo
     # Ranking only, in this process.
     engine = RecallEngine(embedder)
     started = time.perf_counter()
-    for i in range(0, size, 50_000):
-        engine.add_memories(memories[i : i + 50_000])
+    for i in range(0, size, 50_000):  # as the daemon loads its store: pages, then vectors, then finish
+        engine.add_memories(memories[i : i + 50_000], bulk=True)
     if vectors is not None:
-        engine.memories.put_vectors([m.id for m in memories], vectors)
+        engine.memories.put_vectors([m.id for m in memories], vectors, bulk=True)
+    engine.finish_build(None)
     build_s = time.perf_counter() - started
     gc.collect()
     gc.freeze()  # as the daemon does after its build; here it also spares this process's memories

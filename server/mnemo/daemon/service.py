@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import functools
 import gc
 import json
 import logging
@@ -319,20 +320,24 @@ class MemoryService:
                 after_key = keys[-1]
         after = ""
         while memories := await self.call_store(self._store.memories_page, after, BUILD_PAGE_ROWS):
-            await anyio.to_thread.run_sync(engine.add_memories, memories, embedded)
+            await anyio.to_thread.run_sync(
+                functools.partial(engine.add_memories, memories, embedded, bulk=True)
+            )
             after = memories[-1].id
         after = ""
         while episodes := await self.call_store(self._store.episodes_page, after, BUILD_PAGE_ROWS):
-            await anyio.to_thread.run_sync(engine.add_episodes, episodes, embedded)
+            await anyio.to_thread.run_sync(
+                functools.partial(engine.add_episodes, episodes, embedded, bulk=True)
+            )
             after = episodes[-1].id
         engine.add_entities(await self.call_store(self._store.all_entities))
         if embedder is not None:
             async for keys, matrix in self._embedding_pages(embedder.model_id):
                 await anyio.to_thread.run_sync(engine.load_vectors, keys, matrix)
-            settled = time.monotonic()
-            graphs = await anyio.to_thread.run_sync(engine.settle_graphs, self._settings.index_dir)
-            logger.info("vector graphs in %.1f s: %s", time.monotonic() - settled, "; ".join(graphs))
-            self._vector_graphs = graphs
+        finishing = time.monotonic()
+        graphs = await anyio.to_thread.run_sync(engine.finish_build, self._settings.index_dir)
+        logger.info("index finished in %.1f s: %s", time.monotonic() - finishing, "; ".join(graphs))
+        self._vector_graphs = graphs
         # The index's objects live as long as the daemon: keep the cyclic collector from walking
         # them again at every full collection (a pause proportional to the index's size).
         gc.collect()

@@ -178,8 +178,12 @@ class SearchIndex:
     def __len__(self) -> int:
         return len(self._live)
 
-    def add(self, documents: Sequence[Document]) -> None:
-        """Index documents; a key already present is replaced (its old row retires)."""
+    def add(self, documents: Sequence[Document], *, bulk: bool = False) -> None:
+        """Index documents; a key already present is replaced (its old row retires).
+
+        ``bulk``: a page of a large load (the daemon's start), after which ``finish_bulk`` is
+        called; until then its words are not searched.
+        """
         if not documents:
             return
         tokenised = [text_terms(d.text) for d in documents]
@@ -220,7 +224,7 @@ class SearchIndex:
                     self._by_entity_role.setdefault((entity, role), BitMap()).add(row)
                 for w in document.filled:
                     self._by_filled.setdefault(w, BitMap()).add(row)
-            self._lexical.add(tokenised)
+            self._lexical.add(tokenised, bulk=bulk)
 
     def _grow_times(self, needed: int) -> None:
         if needed > len(self._times_ms):
@@ -247,7 +251,7 @@ class SearchIndex:
         self, keys: Sequence[str], vectors: npt.NDArray[np.float32], *, bulk: bool = False
     ) -> None:
         """Attach vectors to documents by key (unknown keys are skipped). ``bulk``: part of a large
-        load, after which ``settle_graph`` is called."""
+        load, after which ``finish_bulk`` is called."""
         with self._lock:
             pairs = [(self._row_of.get(k), i) for i, k in enumerate(keys)]
             known = [(row, i) for row, i in pairs if row is not None]
@@ -259,10 +263,12 @@ class SearchIndex:
             namespaces = [self._namespace_of[row] for row, _ in known]
             self._vectors.put(rows, vectors[[i for _, i in known]], namespaces, bulk=bulk)
 
-    def settle_graph(self, snapshot: GraphSnapshot | None) -> str:
-        """After a bulk load: adopt the vector graph ``snapshot`` holds where it fits, else build
-        one; then save it if it changed much. Says what was done, for the log."""
+    def finish_bulk(self, snapshot: GraphSnapshot | None) -> str:
+        """After a bulk load: its words become searchable; the vector graph ``snapshot`` holds is
+        adopted where it fits, else one is built, and saved if it changed much. Says what was
+        done with the graph, for the log."""
         with self._lock:
+            self._lexical.finish_bulk()
             vectors = self._vectors
             if vectors is None:
                 return "no vectors"

@@ -2,7 +2,10 @@
 
 The base is CSR arrays (per term: document rows and term frequencies), built in one vectorised
 pass; documents added later go to a dictionary segment that is folded into the base when it grows
-past a fraction of it. Removal is not handled here: the engine masks rows out when it scores.
+past a fraction of it. A bulk load (the daemon's start) keeps its pages' postings aside as arrays
+and sorts them into the base once, at ``finish_bulk``: folded in page by page, a million
+documents cost a sort of the whole index at every fold. Removal is not handled here: the engine
+masks rows out when it scores.
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ class LexicalIndex:
         # The recent segment's postings as arrays, made on first read after a change: converting
         # a common term's Python list on every question cost milliseconds at a million rows.
         self._recent_arrays: dict[int, tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]] = {}
+        # A bulk load's postings (term ids, rows, tfs per page), not searchable until finish_bulk.
+        self._bulk: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.float32]]] = []
 
     @property
     def size(self) -> int:
@@ -56,8 +61,11 @@ class LexicalIndex:
             term_id = self._vocabulary[term] = len(self._vocabulary)
         return term_id
 
-    def add(self, documents: Sequence[Sequence[str]]) -> None:
-        """Append documents (their terms, with repeats) as the next rows."""
+    def add(self, documents: Sequence[Sequence[str]], *, bulk: bool = False) -> None:
+        """Append documents (their terms, with repeats) as the next rows.
+
+        ``bulk``: a page of a large load; its documents are found once ``finish_bulk`` is called.
+        """
         start = self._size
         lengths = np.fromiter((len(d) for d in documents), dtype=np.float32, count=len(documents))
         self._grow_lengths(start + len(documents))
@@ -65,7 +73,14 @@ class LexicalIndex:
         self._size += len(documents)
         self._total_length += float(lengths.sum())
         if start == 0 and not self._vocabulary:
-            self._build_base(documents)
+            self._set_base(*self._postings(documents, 0))
+            return
+        if bulk:
+            postings = self._postings(documents, start)
+            self._bulk.append(postings)
+            self._grow_df()
+            counts = np.bincount(postings[0], minlength=len(self._vocabulary))
+            self._df[: len(counts)] += counts
             return
         df_add: Counter[int] = Counter()
         for offset, document in enumerate(documents):
@@ -86,28 +101,39 @@ class LexicalIndex:
             grown[: self._size] = self._lengths[: self._size]
             self._lengths = grown
 
-    def _bump_df(self, increments: Counter[int]) -> None:
+    def _grow_df(self) -> None:
         if len(self._vocabulary) > len(self._df):
             grown = np.zeros(max(len(self._vocabulary), 2 * len(self._df)), dtype=np.int64)
             grown[: len(self._df)] = self._df
             self._df = grown
+
+    def _bump_df(self, increments: Counter[int]) -> None:
+        self._grow_df()
         for term_id, n in increments.items():
             self._df[term_id] += n
 
-    def _build_base(self, documents: Sequence[Sequence[str]]) -> None:
+    def _postings(
+        self, documents: Sequence[Sequence[str]], start: int
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.float32]]:
+        """(term id, row, tf) of every distinct term of each document, documents from row ``start``."""
         term_ids: list[int] = []
         rows: list[int] = []
         tfs: list[int] = []
-        for row, document in enumerate(documents):
+        for row, document in enumerate(documents, start):
             for term, tf in Counter(document).items():
                 term_ids.append(self._term_id(term))
                 rows.append(row)
                 tfs.append(tf)
-        self._set_base(
+        return (
             np.asarray(term_ids, dtype=np.int64),
             np.asarray(rows, dtype=np.int32),
             np.asarray(tfs, dtype=np.float32),
         )
+
+    def finish_bulk(self) -> None:
+        """Make a bulk load's documents searchable: its postings join the base in one sort."""
+        if self._bulk:
+            self._merge_recent()
 
     def _set_base(
         self, term_ids: npt.NDArray[np.int64], rows: npt.NDArray[np.int32], tfs: npt.NDArray[np.float32]
@@ -133,15 +159,22 @@ class LexicalIndex:
             self._heads[term_id] = self._rows[head]
 
     def _merge_recent(self) -> None:
+        """Fold the recent segment and any bulk pages into the base."""
         starts, ends = self._indptr[:-1], self._indptr[1:]
         base_terms = np.repeat(np.arange(len(starts), dtype=np.int64), ends - starts)
         extra_terms = [t for t, postings in self._recent.items() for _ in postings]
         extra = [p for postings in self._recent.values() for p in postings]
-        self._set_base(
-            np.concatenate([base_terms, np.asarray(extra_terms, dtype=np.int64)]),
-            np.concatenate([self._rows, np.asarray([r for r, _ in extra], dtype=np.int32)]),
-            np.concatenate([self._tfs, np.asarray([tf for _, tf in extra], dtype=np.float32)]),
-        )
+        parts = [
+            (base_terms, self._rows, self._tfs),
+            (
+                np.asarray(extra_terms, dtype=np.int64),
+                np.asarray([r for r, _ in extra], dtype=np.int32),
+                np.asarray([tf for _, tf in extra], dtype=np.float32),
+            ),
+            *self._bulk,
+        ]
+        self._bulk = []
+        self._set_base(*(np.concatenate(column) for column in zip(*parts, strict=True)))
 
     def _segments(self, term_id: int | None) -> list[tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]]:
         """A term's postings per segment, without copying the base's (rows ascending overall)."""

@@ -187,10 +187,13 @@ class RecallEngine:
             forms.update([name, *aliases])
             self._matcher_is_stale |= len(forms) != before
 
-    def add_memories(self, memories: Sequence[Memory], embedded: Container[str] = ()) -> None:
-        """Index memories; those whose key is not in ``embedded`` join the embedding backlog."""
+    def add_memories(
+        self, memories: Sequence[Memory], embedded: Container[str] = (), *, bulk: bool = False
+    ) -> None:
+        """Index memories; those whose key is not in ``embedded`` join the embedding backlog.
+        ``bulk``: a page of the start-up load (see ``finish_build``)."""
         documents = [memory_document(m) for m in memories]
-        self.memories.add(documents)
+        self.memories.add(documents, bulk=bulk)
         for memory in memories:
             self._memories[memory.id] = zlib.compress(memory.model_dump_json().encode(), 1)
         self.add_entities((entity_key(e.name), e.name, ()) for m in memories for e in m.entities)
@@ -209,10 +212,13 @@ class RecallEngine:
         payload = self._memories.get(memory_id)
         return None if payload is None else Memory.model_validate_json(zlib.decompress(payload))
 
-    def add_episodes(self, episodes: Sequence[Episode], embedded: Container[str] = ()) -> None:
-        """Index episodes' passages; those whose key is not in ``embedded`` join the backlog."""
+    def add_episodes(
+        self, episodes: Sequence[Episode], embedded: Container[str] = (), *, bulk: bool = False
+    ) -> None:
+        """Index episodes' passages; those whose key is not in ``embedded`` join the backlog.
+        ``bulk``: a page of the start-up load (see ``finish_build``)."""
         documents = [d for e in episodes for d in episode_documents(e)]
-        self.passages.add(documents)
+        self.passages.add(documents, bulk=bulk)
         self._backlog.extend(("passages", d.key, d.text) for d in documents if d.key not in embedded)
 
     def put_vectors(self, items: Sequence[tuple[str, str]], vectors: npt.NDArray[np.float32]) -> None:
@@ -223,8 +229,8 @@ class RecallEngine:
                 index.put_vectors([items[i][1] for i in rows], vectors[rows])
 
     def load_vectors(self, keys: list[tuple[str, int]], matrix: npt.NDArray[np.float32]) -> None:
-        """Vectors read from the store at start (memory ids have part 0 and no '#'); once all are
-        in, ``settle_graphs`` gives each index its graph."""
+        """Vectors read from the store at start (memory ids have part 0 and no '#'): a bulk load
+        (see ``finish_build``)."""
         memory_rows = [i for i, (owner, _) in enumerate(keys) if self.memories.has_key(owner)]
         if memory_rows:
             self.memories.put_vectors([keys[i][0] for i in memory_rows], matrix[memory_rows], bulk=True)
@@ -233,10 +239,12 @@ class RecallEngine:
             keys_of_rows = [passage_key(*keys[i]) for i in passage_rows]
             self.passages.put_vectors(keys_of_rows, matrix[passage_rows], bulk=True)
 
-    def settle_graphs(self, directory: Path | None) -> list[str]:
-        """After ``load_vectors``: each index adopts its saved vector graph from ``directory``
-        where it fits, or builds one (and saves it there). What was done, per index."""
-        return [f"{name}: {i.settle_graph(self._snapshot(directory, name))}" for name, i in self._indexes()]
+    def finish_build(self, directory: Path | None) -> list[str]:
+        """After the start-up load (pages added with ``bulk``, then ``load_vectors``): the words
+        loaded become searchable, and each index adopts its saved vector graph from
+        ``directory`` where it fits, or builds one (and saves it there). What was done with the
+        graphs, per index."""
+        return [f"{name}: {i.finish_bulk(self._snapshot(directory, name))}" for name, i in self._indexes()]
 
     def save_graphs(self, directory: Path | None) -> int:
         """Save each index's vector graph that changed much since the last save; nodes written."""
