@@ -187,6 +187,13 @@ async def index_built(client: DaemonClient) -> Status:
     return status
 
 
+def _log_lines(settings: Settings) -> list[str]:
+    try:
+        return settings.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+
+
 def percentiles(samples: list[float]) -> tuple[float, float]:
     ordered = sorted(samples)
     return statistics.median(ordered), ordered[max(0, int(0.95 * len(ordered)) - 1)]
@@ -275,10 +282,12 @@ def bench(size: int, embedder_id: str, runs: int, rounds: int, ranking_only: boo
             async with DaemonClient(settings) as client:
                 started = time.perf_counter()
                 status = await index_built(client)
+                finished = [line for line in _log_lines(settings) if "index finished in" in line]
                 print(
                     f"daemon {start} {time.perf_counter() - started:.1f} s, "
                     f"daemon RSS {rss_mb(status.pid):,.0f} MB, backlog {status.embedding_backlog}"
                     + "".join(f"\n  {graph}" for graph in status.vector_graphs)
+                    + (f"\n  {finished[-1][finished[-1].index('index finished in') :]}" if finished else "")
                 )
                 for question in QUESTIONS:  # warm-up
                     await client.recall(RecallRequest(query=question))
