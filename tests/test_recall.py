@@ -242,3 +242,4 @@ def test_a_restarted_daemon_adopts_the_vector_graph_it_saved_and_finds_what_chan
     graphs, second = anyio.run(life)
     assert graphs[0] == f"memories: saved graph adopted: {count - 1:,} rows kept, 1 dropped, 2 added"
     assert second == ["m00042", "a0001", "m00007"]
+    assert f"memories: saved graph adopted: {count - 1:,} rows kept" in home.mnemo("status").stdout

@@ -430,8 +430,9 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     _write(f"embedder   {status.embedder}")
     index = "building" if status.index_build_s is None else f"built in {status.index_build_s:,.1f} s"
     _write(f"index      {index}, {status.embedding_backlog:,} waiting for vectors")
-    for graph in status.vector_graphs:
-        _write(f"           {graph}")
+    for graph in status.vector_graphs:  # at the build; an index too small for a graph says nothing
+        if not graph.endswith(("no vectors", "no graph needed")):
+            _write(f"           {graph}")
     llm = status.language_model
     if not llm.endpoint:
         _write("model      none (set llm_url and llm_model to distil conversations)")
