@@ -383,8 +383,9 @@ def test_a_saved_graph_is_adopted_by_key_keeping_only_nodes_whose_codes_did_not_
     vectors = rng.standard_normal((400, 16)).astype(np.float32)
     first = _bulk_loaded(keys, vectors)
     assert first.settle_graph(None) == "graph built over 400 rows"
-    snapshot = GraphSnapshot(tmp_path, "memories", "model-a")
+    snapshot = GraphSnapshot(tmp_path / "index", "memories", "model-a")
     assert snapshot.write(first, keys) == 400
+    assert (tmp_path / "index").stat().st_mode & 0o777 == 0o700
 
     # The next run: rows in another order, four keys gone, one vector changed, three keys new.
     later_keys = [k for k in reversed(keys) if k not in {"k3", "k50", "k51", "k399"}] + ["n1", "n2", "n3"]
@@ -400,8 +401,8 @@ def test_a_saved_graph_is_adopted_by_key_keeping_only_nodes_whose_codes_did_not_
     assert later.has_graph and _each_row_finds_itself_first(later, later_vectors)
 
     # Made with another model, or not the bytes that were saved: not read, and a graph is built.
-    assert GraphSnapshot(tmp_path, "memories", "model-b").read({}, 16) is None
-    graph_file = tmp_path / "memories.usearch"
+    assert GraphSnapshot(tmp_path / "index", "memories", "model-b").read({}, 16) is None
+    graph_file = tmp_path / "index" / "memories.usearch"
     data = bytearray(graph_file.read_bytes())
     data[len(data) // 2] ^= 0xFF
     graph_file.write_bytes(bytes(data))
