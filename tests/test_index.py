@@ -428,6 +428,34 @@ def test_a_saved_graph_mostly_stale_is_rebuilt_not_patched(tmp_path: Path) -> No
     assert _each_row_finds_itself_first(later, changed)
 
 
+def test_a_graph_is_saved_again_only_once_a_tenth_of_it_changed(tmp_path: Path) -> None:
+    rng = np.random.default_rng(11)
+    now = datetime(2026, 11, 30, tzinfo=UTC)
+
+    def documents(keys: list[str]) -> list[Document]:
+        return [
+            Document(key=k, owner=k, text=k, namespace="ns", kind="fact", status=CURRENT, time=now)
+            for k in keys
+        ]
+
+    index = SearchIndex(engine_module.Weights())
+    first = [f"k{i}" for i in range(20_100)]  # past the size where search goes through a graph
+    index.add(documents(first), bulk=True)
+    index.put_vectors(first, rng.standard_normal((len(first), 8)).astype(np.float32), bulk=True)
+    snapshot = GraphSnapshot(tmp_path, "memories", "model-a")
+    assert index.finish_bulk(snapshot) == "graph built over 20,100 rows; saved"
+    saved_at = (tmp_path / "memories.json").stat().st_mtime_ns
+    more = [f"n{i}" for i in range(2_000)]  # written while the daemon runs: under a tenth
+    index.add(documents(more))
+    index.put_vectors(more, rng.standard_normal((len(more), 8)).astype(np.float32))
+    assert index.save_graph(snapshot) == 0 and (tmp_path / "memories.json").stat().st_mtime_ns == saved_at
+    last = [f"m{i}" for i in range(500)]  # now past a tenth of the index
+    index.add(documents(last))
+    index.put_vectors(last, rng.standard_normal((len(last), 8)).astype(np.float32))
+    assert index.save_graph(snapshot) == 22_600
+    assert index.save_graph(snapshot) == 0  # nothing changed since
+
+
 def test_two_saved_nodes_naming_one_key_give_it_one_node(tmp_path: Path) -> None:
     # A document re-added with the same text leaves its retired row's vector behind: were both
     # nodes to take the key's row, the graph would hold it twice.
