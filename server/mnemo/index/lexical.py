@@ -78,19 +78,17 @@ class LexicalIndex:
         if bulk:
             postings = self._postings(documents, start)
             self._bulk.append(postings)
-            self._grow_df()
-            counts = np.bincount(postings[0], minlength=len(self._vocabulary))
-            self._df[: len(counts)] += counts
+            self._bump_df(postings[0])
             return
-        df_add: Counter[int] = Counter()
+        term_ids: list[int] = []
         for offset, document in enumerate(documents):
             for term, tf in Counter(document).items():
                 term_id = self._term_id(term)
                 self._recent.setdefault(term_id, []).append((start + offset, tf))
                 self._recent_arrays.pop(term_id, None)
                 self._recent_heads.pop(term_id, None)
-                df_add[term_id] += 1
-        self._bump_df(df_add)
+                term_ids.append(term_id)
+        self._bump_df(np.asarray(term_ids, dtype=np.int64))
         self._recent_rows += len(documents)
         if self._recent_rows > max(_MIN_MERGE_ROWS, _MERGE_FRACTION * self._size):
             self._merge_recent()
@@ -101,16 +99,13 @@ class LexicalIndex:
             grown[: self._size] = self._lengths[: self._size]
             self._lengths = grown
 
-    def _grow_df(self) -> None:
+    def _bump_df(self, term_ids: npt.NDArray[np.int64]) -> None:
+        """Count one more document for each of ``term_ids`` (one entry per document and term)."""
         if len(self._vocabulary) > len(self._df):
             grown = np.zeros(max(len(self._vocabulary), 2 * len(self._df)), dtype=np.int64)
             grown[: len(self._df)] = self._df
             self._df = grown
-
-    def _bump_df(self, increments: Counter[int]) -> None:
-        self._grow_df()
-        for term_id, n in increments.items():
-            self._df[term_id] += n
+        np.add.at(self._df, term_ids, 1)  # ~1 µs for one document (a bincount over the vocabulary: 70)
 
     def _postings(
         self, documents: Sequence[Sequence[str]], start: int

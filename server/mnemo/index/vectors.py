@@ -51,19 +51,16 @@ def quantise(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.int8]:
     return codes
 
 
-def fingerprints(codes: npt.NDArray[np.int8]) -> npt.NDArray[np.uint64]:
+def _fingerprints(codes: npt.NDArray[np.int8]) -> npt.NDArray[np.uint64]:
     """A 64-bit fingerprint of each row of codes (a fixed random linear hash of its bytes): two
     rows with different codes share one with probability ~2⁻⁶⁴."""
     dim = codes.shape[1]
     width = -(-dim // 8) * 8
     multipliers = np.random.default_rng(dim).integers(1, 1 << 63, size=width // 8, dtype=np.uint64) | 1
-    out = np.empty(len(codes), dtype=np.uint64)
-    for start in range(0, len(codes), _FINGERPRINT_CHUNK_ROWS):
-        chunk = codes[start : start + _FINGERPRINT_CHUNK_ROWS]
-        padded = np.zeros((len(chunk), width), dtype=np.int8)
-        padded[:, :dim] = chunk
-        out[start : start + len(chunk)] = (padded.view(np.uint64) * multipliers).sum(axis=1, dtype=np.uint64)
-    return out
+    padded = np.zeros((len(codes), width), dtype=np.int8)
+    padded[:, :dim] = codes
+    fingerprints: npt.NDArray[np.uint64] = (padded.view(np.uint64) * multipliers).sum(axis=1, dtype=np.uint64)
+    return fingerprints
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +193,7 @@ class VectorIndex:
         out = np.empty(len(rows), dtype=np.uint64)
         for start in range(0, len(rows), _FINGERPRINT_CHUNK_ROWS):
             chunk = rows[start : start + _FINGERPRINT_CHUNK_ROWS]
-            out[start : start + len(chunk)] = fingerprints(self._codes_of(chunk))
+            out[start : start + len(chunk)] = _fingerprints(self._codes_of(chunk))
         return out
 
     def save_graph(self, path: Path) -> npt.NDArray[np.int64]:
@@ -217,7 +214,7 @@ class VectorIndex:
             if adopted is not None:
                 return adopted
         self._build_graph()
-        return f"graph built over {int(self._present[: self._size].sum()):,} rows"
+        return f"graph built over {self._unsaved:,} rows"  # every node is new
 
     def _adopt_graph(self, saved: SavedGraph) -> str | None:
         try:
