@@ -225,3 +225,37 @@ def test_client_restarts_a_daemon_that_went_away_between_calls(home: Home) -> No
             return memory.id
 
     assert anyio.run(run).startswith("mem_")
+
+
+_BLAS_THREADS = """
+import ctypes
+{entry}
+import numpy
+
+maps = open("/proc/self/maps").read().splitlines()
+path = next((line.split()[-1] for line in maps if "openblas" in line.lower()), None)
+lib = ctypes.CDLL(path) if path else None
+names = ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_", "openblas_get_num_threads")
+getter = next((getattr(lib, name) for name in names if lib is not None and hasattr(lib, name)), None)
+print(getter() if getter else "none")
+"""
+
+
+def _blas_threads(entry: str) -> str:
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    code = _BLAS_THREADS.format(entry=entry)
+    return subprocess.run(
+        [str(BIN / "python"), "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def test_the_daemon_process_runs_numpy_blas_on_one_thread() -> None:
+    """OpenBLAS's idle workers spin after each call: the daemon's entry module makes it one
+    thread before anything can import numpy (OpenBLAS reads the setting only then)."""
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one core: OpenBLAS uses one thread anyway")
+    alone = _blas_threads("")
+    if alone == "none":
+        pytest.skip("numpy is not linked against OpenBLAS here")
+    assert int(alone) > 1  # the control: numpy on its own takes every core
+    assert _blas_threads("import mnemo.daemon.__main__") == "1"

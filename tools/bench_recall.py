@@ -37,6 +37,10 @@ import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 
+# numpy on one OpenBLAS thread, as the daemon runs it (mnemo.daemon.__main__): the ranking timed
+# in this process is the daemon's. Set before numpy is imported; the daemon inherits it.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import anyio
 import numpy as np
 import numpy.typing as npt
