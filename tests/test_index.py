@@ -377,6 +377,22 @@ def _each_row_finds_itself_first(index: VectorIndex, vectors: np.ndarray) -> boo
     return all(index.search(vectors[row], 1)[0].tolist() == [row] for row in range(len(vectors)))
 
 
+def test_a_bulk_load_in_pages_gives_back_its_spare_rows_once_settled() -> None:
+    """Groups grow by a quarter at a time; what a load by pages left spare is RAM for nothing."""
+    rng = np.random.default_rng(11)
+    vectors = rng.standard_normal((1_001, 16)).astype(np.float32)
+    index = VectorIndex(16, exact_max_rows=100)
+    for start in range(0, 1_000, 70):  # as the daemon loads its store: page by page
+        rows = np.arange(start, min(start + 70, 1_000))
+        index.put(rows, vectors[rows], [f"g{i % 3}" for i in rows.tolist()], bulk=True)
+    assert sum(len(g.rows) - g.size for g in index._groups) > 0  # growth left spare rows
+    index.settle_graph(None)
+    assert all(len(g.codes) == len(g.rows) == g.size for g in index._groups)
+    assert _each_row_finds_itself_first(index, vectors[:1_000])
+    index.put(np.asarray([1_000]), vectors[[1_000]], ["g0"])  # a trimmed group still grows
+    assert index.search(vectors[1_000], 1)[0].tolist() == [1_000]
+
+
 def test_a_saved_graph_is_adopted_by_key_keeping_only_nodes_whose_codes_did_not_change(
     tmp_path: Path,
 ) -> None:

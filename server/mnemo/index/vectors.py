@@ -102,6 +102,12 @@ class _Group:
         self.size = needed
         return slots
 
+    def trim(self) -> None:
+        """Give back the spare rows growth left (after a bulk load, ~a fifth of the codes)."""
+        if len(self.rows) > self.size:
+            self.codes = self.codes[: self.size].copy()
+            self.rows = self.rows[: self.size].copy()
+
 
 class VectorIndex:
     def __init__(self, dim: int, *, exact_max_rows: int = EXACT_MAX_ROWS) -> None:
@@ -205,8 +211,10 @@ class VectorIndex:
         return self.rows_with_vectors()
 
     def settle_graph(self, saved: SavedGraph | None) -> str:
-        """Give the index the graph it needs after a bulk load: adopt a saved one when it fits,
-        else build one. Says what was done, for the log."""
+        """End a bulk load: its groups' spare rows given back, and the index given the graph it
+        needs — a saved one adopted when it fits, else one built. Says what was done, for the log."""
+        for group in self._groups:
+            group.trim()
         if self._graph is not None or not self.wants_graph:
             return "graph already built" if self._graph is not None else "no graph needed"
         if saved is not None:
