@@ -186,11 +186,12 @@ def _chunks(text: str) -> Iterator[tuple[int, str]]:
 
 
 def _library_findings(text: str) -> Iterator[Finding]:
+    worth = [(at, chunk) for at, chunk in _chunks(text) if _WORTH_SCANNING.search(chunk)]
+    if not worth:  # most episodes: detect-secrets' settings (~1 ms to enter) are not needed
+        return
     shape_plugins, keyword = _plugins()
     with default_settings():
-        for chunk_at, chunk in _chunks(text):
-            if not _WORTH_SCANNING.search(chunk):
-                continue
+        for chunk_at, chunk in worth:
             pieces: list[tuple[int, str, BasePlugin]] = [(chunk_at, chunk, p) for p in shape_plugins]
             if _KEYWORD_GATE.search(chunk):
                 line_at = chunk_at
