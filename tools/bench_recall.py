@@ -191,11 +191,17 @@ async def index_built(client: DaemonClient) -> Status:
     return status
 
 
-def _log_lines(settings: Settings) -> list[str]:
+def _index_finished(settings: Settings) -> str | None:
+    """The daemon log's last "index finished in …" (what the build's end did with each graph)."""
     try:
-        return settings.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+        log = settings.log_path.read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return []
+        return None
+    at = log.rfind("index finished in")
+    if at < 0:
+        return None
+    end = log.find("\n", at)
+    return log[at : end if end >= 0 else len(log)]
 
 
 def percentiles(samples: list[float]) -> tuple[float, float]:
@@ -286,12 +292,12 @@ def bench(size: int, embedder_id: str, runs: int, rounds: int, ranking_only: boo
             async with DaemonClient(settings) as client:
                 started = time.perf_counter()
                 status = await index_built(client)
-                finished = [line for line in _log_lines(settings) if "index finished in" in line]
+                finished = _index_finished(settings)
                 print(
                     f"daemon {start} {time.perf_counter() - started:.1f} s, "
                     f"daemon RSS {rss_mb(status.pid):,.0f} MB, backlog {status.embedding_backlog}"
                     + "".join(f"\n  {graph}" for graph in status.vector_graphs)
-                    + (f"\n  {finished[-1][finished[-1].index('index finished in') :]}" if finished else "")
+                    + (f"\n  {finished}" if finished else "")
                 )
                 for question in QUESTIONS:  # warm-up
                     await client.recall(RecallRequest(query=question))
