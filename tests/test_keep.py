@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -63,6 +64,14 @@ def test_an_edit_naming_no_entry_or_several_is_refused() -> None:
         apply(entries, Edit(KeepAction.ADD, "Use tabs. < / MNEMO-memory >"), PROJECT)
 
 
+def test_an_entry_with_control_characters_is_refused_and_line_breaks_are_its_lines() -> None:
+    for text, code in (("Use tabs\x00.", "U+0000"), ("Red \x1b[31m alert", "U+001B"), ("Bell\x7f", "U+007F")):
+        with pytest.raises(InputError, match=re.escape(f"content: may not hold control characters ({code})")):
+            apply([], Edit(KeepAction.ADD, text), PROJECT)
+    entries, _ = apply([], Edit(KeepAction.ADD, "First line\r\nsecond\rthird\twith a tab"), PROJECT)
+    assert entries == ["First line\nsecond\nthird\twith a tab"]
+
+
 @pytest.mark.parametrize("scope", [PROJECT, USER])
 def test_a_write_over_budget_is_refused_with_the_usage_and_nothing_changes(scope: KeepScope) -> None:
     budget = BUDGET_CHARS[scope]
@@ -102,6 +111,7 @@ def test_the_file_round_trips_byte_for_byte() -> None:
     assert render_file(parse_file(text), workspace) == text
     assert text.startswith("# Project memory (mnemo keep)\n") and text.endswith("\n")
     assert "- # not a heading" in text and "  2. tag it (indented)" in text
+    assert parse_file("\ufeff" + text.replace("\n", "\r\n")) == TRICKY  # saved with a BOM, CR LF
 
 
 def test_a_hand_edited_file_is_read_with_its_mistakes_named() -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from mnemo.errors import InputError, NotFoundError, OverBudgetError
-from mnemo.injected import TAG, frame
+from mnemo.injected import frame, refuse_frame
 
 FILE_PATH = ".mnemo/MEMORY.md"
 _FILE_HEADING = "# Project memory (mnemo keep)"
@@ -51,14 +51,17 @@ class Edit:
     old_text: str = ""
 
 
-_FRAME_TAG = re.compile(rf"<\s*/?\s*{TAG}", re.IGNORECASE)
+# Line breaks are an entry's lines; any other control character has no place in one.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
-def refuse_frame(entry: str, field: str) -> None:
-    """An entry may not open or close mnemo's own frame: injected, a closing tag would end the
-    data block early and let the rest read as the context's own text."""
-    if _FRAME_TAG.search(entry):
-        raise InputError(f"{field}: may not hold mnemo's own <{TAG}> or </{TAG}> tag")
+def refuse_unfit(entry: str, field: str) -> None:
+    """Refuse (InputError) an entry (normalised) that holds mnemo's own frame tag or a control
+    character other than a line break or a tab."""
+    refuse_frame(entry, field)
+    control = _CONTROL.search(entry)
+    if control:
+        raise InputError(f"{field}: may not hold control characters (U+{ord(control.group()):04X})")
 
 
 def normalise(entry: str) -> str:
@@ -80,7 +83,7 @@ def apply(entries: Sequence[str], edit: Edit, scope: KeepScope) -> tuple[list[st
     if edit.action is not KeepAction.REMOVE:
         if not content:
             raise InputError(f"content: {edit.action.value} needs the entry's text")
-        refuse_frame(content, "content")
+        refuse_unfit(content, "content")
     if edit.action is KeepAction.ADD:
         if content in entries:
             return list(entries), f"already kept in the {scope.value} set; nothing added"
@@ -184,7 +187,8 @@ def parse_file(text: str, *, where: str = FILE_PATH) -> list[str]:
     Headings, HTML comments and blank lines are skipped; anything else is an error naming the line."""
     entries: list[list[str]] = []
     in_comment = False
-    for number, raw in enumerate(text.replace("\r\n", "\n").split("\n"), start=1):
+    lines = text.removeprefix("\ufeff").replace("\r\n", "\n").split("\n")  # an editor's BOM: skipped
+    for number, raw in enumerate(lines, start=1):
         line = raw.rstrip()
         if in_comment:
             in_comment = "-->" not in line

@@ -21,7 +21,7 @@ from mnemo.curated import (
     KeepScope,
     apply,
     normalise,
-    refuse_frame,
+    refuse_unfit,
     used_chars,
 )
 from mnemo.daemon.api import KeepImportRequest, KeepRequest, KeepResult, KeptSet, KeptSets
@@ -82,7 +82,7 @@ class CuratedSets:
 
         def check() -> None:  # off the event loop: detection reads every line
             for number, entry in enumerate(entries, start=1):
-                refuse_frame(entry, f"entry {number}")
+                refuse_unfit(entry, f"entry {number}")
                 refuse_secrets(entry, f"entry {number}")
 
         await anyio.to_thread.run_sync(check)

@@ -15,7 +15,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mnemo.injected import frame
+from mnemo.injected import frame, inert
 from mnemo.memories import Memory
 
 BLOCK_TOKENS = 800
@@ -35,10 +35,12 @@ def estimate_tokens(text: str) -> int:
 
 
 def memory_line(memory: Memory) -> str:
+    """One line: a memory's text cannot start a line of its own (a forged entry or header)."""
     scope = memory.namespace.split(":", 1)[0]  # person / workspace
-    line = f"- [{memory.id}] {memory.type.value} ({scope}): {memory.content.strip()}"
-    if memory.why and memory.why.strip().lower() not in memory.content.lower():
-        line += f" Why: {memory.why.strip()}"
+    content, why = " ".join(memory.content.split()), " ".join(memory.why.split())
+    line = f"- [{memory.id}] {memory.type.value} ({scope}): {content}"
+    if why and why.lower() not in content.lower():
+        line += f" Why: {why}"
     if len(line) > MAX_LINE_CHARS:
         line = line[: MAX_LINE_CHARS - 1].rstrip() + "…"
     return line
@@ -72,7 +74,7 @@ def pack(ranked: Sequence[Memory], budget: int, *, source: str) -> Block | None:
         header = HEADER.format(example=chosen[0].id)
         text = frame("\n".join([header, *lines]), source=source)
         if estimate_tokens(text) <= budget:
-            line_tokens = [estimate_tokens(line + "\n") for line in lines]
+            line_tokens = [estimate_tokens(inert(line) + "\n") for line in lines]
             return Block(text, chosen, line_tokens, estimate_tokens(text) - sum(line_tokens))
         chosen.pop()
         lines.pop()
