@@ -62,8 +62,9 @@ def _clean_environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
 
 
-@pytest.fixture
-def home() -> Iterator[Home]:
+@contextlib.contextmanager
+def isolated_home() -> Iterator[Home]:
+    """A fresh MNEMO_HOME; its daemon (and one a hook started) stopped, its files removed after."""
     # A short path under /tmp: unix socket paths are limited to ~100 bytes.
     path = Path(tempfile.mkdtemp(prefix="mnemo-", dir="/tmp"))
     env = {
@@ -81,6 +82,19 @@ def home() -> Iterator[Home]:
             _stop_hook_spawned(settings)
         finally:
             shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def home() -> Iterator[Home]:
+    with isolated_home() as made:
+        yield made
+
+
+@pytest.fixture(scope="module")
+def module_home() -> Iterator[Home]:
+    """One home for a module's tests that only read, or write what the others do not look at."""
+    with isolated_home() as made:
+        yield made
 
 
 def _stop_hook_spawned(settings: Settings) -> None:

@@ -20,9 +20,11 @@ from typing import Annotated, BinaryIO, TypeVar, cast
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.server.stdio import stdio_server
 from mcp_types import ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from mnemo import __version__
 from mnemo.config import Settings, load_settings
@@ -102,12 +104,27 @@ def _client(ctx: Context) -> DaemonClient:
 
 
 def _tool(
-    server: MCPServer[DaemonClient], annotations: ToolAnnotations
+    tools: list[Tool], annotations: ToolAnnotations
 ) -> Callable[[Callable[..., Awaitable[T]]], Callable[..., Awaitable[T]]]:
-    """Register a tool whose description is its docstring, dedented (the model reads it)."""
+    """Register a tool whose description is its docstring, dedented (the model reads it), and
+    which refuses arguments it does not have (as the daemon's request models do): a misspelt
+    ``namespace`` must not become a recall over every namespace."""
 
     def register(fn: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
-        server.add_tool(fn, description=inspect.cleandoc(fn.__doc__ or ""), annotations=annotations)
+        tool = Tool.from_function(fn, description=inspect.cleandoc(fn.__doc__ or ""), annotations=annotations)
+        loose = tool.fn_metadata.arg_model
+        strict = cast(
+            type[ArgModelBase],
+            type(loose.__name__, (loose,), {"model_config": ConfigDict(extra="forbid")}),
+        )
+        tools.append(
+            tool.model_copy(
+                update={
+                    "fn_metadata": tool.fn_metadata.model_copy(update={"arg_model": strict}),
+                    "parameters": strict.model_json_schema(by_alias=True),
+                }
+            )
+        )
         return fn
 
     return register
@@ -123,15 +140,9 @@ def build_server(settings: Settings) -> MCPServer[DaemonClient]:
             yield client
             tg.cancel_scope.cancel()
 
-    server: MCPServer[DaemonClient] = MCPServer(
-        name="mnemo",
-        version=__version__,
-        instructions=INSTRUCTIONS,
-        lifespan=lifespan,
-        log_level=settings.log_level,
-    )
+    tools: list[Tool] = []
 
-    @_tool(server, READ_ONLY)
+    @_tool(tools, READ_ONLY)
     async def recall(
         ctx: Context,
         query: Annotated[
@@ -167,7 +178,7 @@ def build_server(settings: Settings) -> MCPServer[DaemonClient]:
         )
         return await _answer(_client(ctx).recall(request))
 
-    @_tool(server, WRITE)
+    @_tool(tools, WRITE)
     async def remember(
         ctx: Context,
         content: Annotated[
@@ -226,7 +237,7 @@ def build_server(settings: Settings) -> MCPServer[DaemonClient]:
         )
         return await _answer(_client(ctx).remember(request))
 
-    @_tool(server, DESTRUCTIVE)
+    @_tool(tools, DESTRUCTIVE)
     async def forget(
         ctx: Context,
         id: MemoryId,
@@ -238,7 +249,7 @@ def build_server(settings: Settings) -> MCPServer[DaemonClient]:
         Returns the memory with status "forgotten"."""
         return await _answer(_client(ctx).forget(id, reason))
 
-    @_tool(server, CURATE)
+    @_tool(tools, CURATE)
     async def keep(
         ctx: Context,
         scope: Annotated[
@@ -273,7 +284,7 @@ def build_server(settings: Settings) -> MCPServer[DaemonClient]:
         )
         return await _answer(_client(ctx).keep(request))
 
-    @_tool(server, READ_ONLY)
+    @_tool(tools, READ_ONLY)
     async def recall_episode(
         ctx: Context,
         id: Annotated[str | None, Field(pattern=ID_PATTERN, description="One episode by id.")] = None,
@@ -309,7 +320,14 @@ def build_server(settings: Settings) -> MCPServer[DaemonClient]:
         )
         return await _answer(_client(ctx).recall_episodes(request))
 
-    return server
+    return MCPServer(
+        name="mnemo",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        log_level=settings.log_level,
+        tools=tools,
+    )
 
 
 async def _warm_up(client: DaemonClient) -> None:

@@ -13,6 +13,10 @@ between the host and the SDK server, which runs on a pair of pipes:
   everything else waits in the pipe for the SDK. The SDK is also asked ``tools/list`` in the
   background and the record rewritten if its answer changed.
 
+Every line from the host is read first by :mod:`mnemo.jsonrpc`: what the SDK would leave
+unanswered (not JSON, too deep, not a JSON-RPC envelope) is answered here with the standard error,
+and only envelopes the SDK accepts reach it, so no line silences the server.
+
 Only the standard library here (the point is to answer before anything heavy is imported). The
 process's fds 0 and 1 point at /dev/null and stderr while it serves: stray output cannot reach
 the wire, which only the relay writes.
@@ -24,8 +28,10 @@ import json
 import os
 import sys
 import threading
+from collections.abc import Iterator
 from typing import Any, BinaryIO
 
+from mnemo.jsonrpc import MAX_LINE_BYTES, read_message, too_long
 from mnemo.paths import layout
 
 RECORD_NAME = "mcp-start.json"
@@ -92,18 +98,43 @@ class Relay:
         self._to_sdk.flush()
 
     def host_to_sdk(self) -> None:
-        """The host's messages: answered from the record when possible, else passed on."""
+        """The host's messages: checked (:mod:`mnemo.jsonrpc`: what the SDK would leave unanswered
+        is answered here), answered from the record when possible, else passed on."""
         try:
-            for line in self._wire_in:
+            for line in self._host_lines():
                 try:
-                    message = json.loads(line)
-                except ValueError:
-                    message = None
-                if isinstance(message, dict) and self._answered(message):
-                    continue
-                self._to_sdk_line(line)
+                    self._take(line)
+                except OSError:
+                    raise  # a pipe is gone: the host's stdout or the SDK's stdin
+                except Exception:  # top level of the thread: one line must not silence the rest
+                    import traceback  # noqa: PLC0415 - 2 ms the start need not pay
+
+                    traceback.print_exc(file=sys.stderr)
         finally:
             self._to_sdk.close()  # the host is gone: so is the SDK's input
+
+    def _take(self, line: bytes | int) -> None:
+        incoming = too_long(line) if isinstance(line, int) else read_message(line)
+        if incoming.answer is not None:
+            self._to_host(incoming.answer)
+        if incoming.problem:
+            sys.stderr.write(f"mnemo-mcp: {incoming.problem}\n")
+        message = incoming.message
+        if message is not None and not self._answered(message):
+            self._to_sdk_line(incoming.line)
+
+    def _host_lines(self) -> Iterator[bytes | int]:
+        """The host's lines, each at most MAX_LINE_BYTES; one longer is skipped to its end and
+        given as its size."""
+        while line := self._wire_in.readline(MAX_LINE_BYTES + 1):
+            if len(line) <= MAX_LINE_BYTES or line.endswith(b"\n"):
+                yield line
+                continue
+            size = len(line)
+            while line and not line.endswith(b"\n"):
+                line = self._wire_in.readline(1 << 20)
+                size += len(line)
+            yield size
 
     def _answered(self, message: dict[str, Any]) -> bool:
         method, request_id = message.get("method"), message.get("id")
