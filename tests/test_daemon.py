@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import stat
 import subprocess
 
@@ -160,6 +161,57 @@ def test_http_api_rejects_malformed_bodies_with_the_field_named(home: Home) -> N
         assert bad_limit.status_code == 422 and "limit" in bad_limit.json()["error"]["message"]
         unknown_field = http.post("/v1/memories", json={"content": "x", "type": "fact", "colour": "red"})
         assert unknown_field.status_code == 422 and "colour" in unknown_field.json()["error"]["message"]
+        for namespace in ("person:a\x00b", "person:a\x1bb", "workspace:a\u0085b", "person:a b"):
+            body = {"content": "x", "type": "fact", "namespace": namespace}
+            refused = http.post("/v1/memories", json=body)
+            assert refused.status_code == 422 and "namespace" in refused.json()["error"]["message"], namespace
+        deep = http.post("/v1/recall", content=b'{"query": ' + b"[" * 500 + b"]" * 500 + b"}")
+        assert deep.status_code == 422 and "nested deeper than 64 levels" in deep.json()["error"]["message"]
+        split = http.post("/v1/recall", content=b'{"query": "deploy \\ud83d day"}')
+        assert split.status_code == 200, split.text  # a lone surrogate, repaired
+
+
+def test_bodies_over_the_cap_are_413_before_they_are_read_and_queries_are_validated(home: Home) -> None:
+    settings = home.settings
+    ensure_daemon(settings)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(30)
+        sock.connect(str(settings.socket_path))
+        # The head says 64 MB and a byte; no byte of the body is sent, the answer comes all the same.
+        sock.sendall(b"POST /v1/episodes HTTP/1.1\r\nhost: m\r\ncontent-length: 67108865\r\n\r\n")
+        answer = sock.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 413 ")
+    assert b'"TooLargeError"' in answer and b"over the 67,108,864 byte limit" in answer
+    transport = httpx2.HTTPTransport(uds=str(settings.socket_path))
+    with httpx2.Client(transport=transport, base_url="http://mnemo") as http:
+        for query in ("namespace=person:a%00b", "namespace=team:x", "namespace=person:a%20b"):
+            bad = http.get(f"/v1/review?{query}")
+            assert bad.status_code == 422 and "namespace: must be" in bad.json()["error"]["message"], query
+        assert http.get("/v1/review?namespace=person:tester").status_code == 200
+
+
+def test_half_sent_requests_are_answered_408_and_closed_and_the_daemon_serves_on(home: Home) -> None:
+    settings = home.with_env(MNEMO_DAEMON_READ_TIMEOUT_S="1").settings
+    ensure_daemon(settings)
+    partial = [b"", b"POST /v1/recall HTTP/1.1\r\nhost: m", b"GET /v1/health HTTP/1.1\r\n"]
+    short_body = b'POST /v1/recall HTTP/1.1\r\nhost: m\r\ncontent-length: 1000\r\n\r\n{"query": "x'
+    opened = []
+    for n in range(300):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(30)
+        sock.connect(str(settings.socket_path))
+        sock.sendall(short_body if n % 4 == 3 else partial[n % 4])
+        opened.append(sock)
+    answers = []
+    for sock in opened:  # each is closed by the daemon (recv sees the end), none waits forever
+        with sock:
+            data = b""
+            while chunk := sock.recv(65536):
+                data += chunk
+            answers.append(data)
+    assert all(a.startswith(b"HTTP/1.1 408 ") for a in answers), {a[:20] for a in answers}
+    assert b"did not arrive whole within 1 s" in answers[3]
+    assert ping(settings) is not None
 
 
 def test_client_maps_daemon_errors_back_to_their_classes(home: Home) -> None:

@@ -32,6 +32,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
+from mnemo.episodes import NAME_CHARS
 from mnemo.errors import ConfigError
 from mnemo.paths import DAEMON_LOCK_NAME, HOME_ENV, SOCKET_NAME, layout
 
@@ -62,6 +63,7 @@ class Settings(BaseModel):
         default="",
         min_length=0,
         max_length=64,
+        pattern=rf"^{NAME_CHARS}*$",  # it names the namespace person:<name>
         description="The active person; memories written without a namespace go to person:<name>.",
     )
     daemon_idle_s: float = Field(
@@ -69,6 +71,12 @@ class Settings(BaseModel):
     )
     daemon_start_timeout_s: float = Field(
         default=30.0, gt=0, description="How long a client waits for a daemon it started to answer."
+    )
+    daemon_read_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        le=3_600,
+        description="How long the daemon waits for a request to arrive whole (head and body).",
     )
     request_timeout_s: float = Field(
         default=30.0, gt=0, description="How long a client waits for one answer from the daemon."

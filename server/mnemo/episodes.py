@@ -19,7 +19,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from mnemo.clock import as_stored, utc_now
 from mnemo.errors import TooLargeError
 
-NAMESPACE_PATTERN = r"^(person|workspace):[^\s]{1,120}$"
+# A namespace's name: no spaces and no control characters (a NUL once made a person:a\x00b).
+NAME_CHARS = r"[^\s\x00-\x1f\x7f-\x9f]"
+NAMESPACE_PATTERN = rf"^(person|workspace):{NAME_CHARS}{{1,120}}$"
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:\-/]{0,199}$"
 _NAMESPACE_RE = re.compile(NAMESPACE_PATTERN)
 

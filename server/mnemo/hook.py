@@ -22,7 +22,15 @@ import os
 import sys
 import time
 
-from mnemo.paths import SPAWNED_NAME, Layout, hook_timeout_override, host_pid, is_locked, layout
+from mnemo.paths import (
+    MAX_HOOK_INPUT_BYTES,
+    SPAWNED_NAME,
+    Layout,
+    hook_timeout_override,
+    host_pid,
+    is_locked,
+    layout,
+)
 
 # Seconds the daemon may take, per event: inside the hosts' limits with room to spare (SessionEnd
 # has 1.5 s in Claude Code). MNEMO_HOOK_TIMEOUT_S overrides them all.
@@ -36,7 +44,6 @@ DEADLINES_S = {
 }
 EVENTS = (*DEADLINES_S, "PreToolUse")
 CLIENTS = ("claude-code", "codex")
-MAX_INPUT_BYTES = 16 * 1024 * 1024
 MAX_SPOOL_BYTES = 64 * 1024 * 1024  # a daemon that never comes up must not fill the disk
 SPAWN_GRACE_S = 15.0  # a daemon started this recently is still on its way up
 MODE_NOTE_S = 0.3  # PreToolUse tells the daemon the mode of a mnemo write, within this
@@ -50,9 +57,9 @@ def main(argv: list[str]) -> int:
     where = layout()
     try:
         event, client = _parse_args(argv)
-        data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
-        if len(data) > MAX_INPUT_BYTES:
-            raise ValueError(f"hook input over {MAX_INPUT_BYTES:,} bytes")
+        data = sys.stdin.buffer.read(MAX_HOOK_INPUT_BYTES + 1)
+        if len(data) > MAX_HOOK_INPUT_BYTES:
+            raise ValueError(f"hook input over {MAX_HOOK_INPUT_BYTES:,} bytes")
         if not data.lstrip().startswith(b"{"):
             raise ValueError("the hook input is not a JSON object")
         if event == "PreToolUse":

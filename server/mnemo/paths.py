@@ -20,6 +20,7 @@ APP = "mnemo"
 SOCKET_NAME = "daemon.sock"
 DAEMON_LOCK_NAME = "daemon.lock"
 SPOOL_NAME = "hooks.spool"  # hook events that found no daemon, for it to replay (mnemo.hook)
+MAX_HOOK_INPUT_BYTES = 16 * 1024 * 1024  # a hook event's JSON, as the host gives it
 SPAWNED_NAME = "hook-spawned"  # the pid of the daemon a hook last started, and when (its mtime)
 
 

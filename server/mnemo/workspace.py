@@ -26,11 +26,14 @@ def workspace_namespace(cwd: str) -> str:
 
 @lru_cache(maxsize=256)
 def workspace_id(cwd: str) -> str:
-    start = Path(cwd).expanduser()
-    root = repo_root(start)
+    try:
+        start = Path(cwd).expanduser()
+        root = repo_root(start)
+        remote = _remote_url(root) if root is not None else ""
+    except (OSError, ValueError, RuntimeError):  # a path the system refuses: too long, a NUL, ~nobody
+        return cwd
     if root is None:
         return str(start)
-    remote = _remote_url(root)
     return normalise_remote(remote) if remote else str(root)
 
 
@@ -85,7 +88,7 @@ def _remote_url(root: Path) -> str:
 
 
 def _fit(text: str) -> str:
-    text = re.sub(r"\s+", "-", text.strip()) or "unknown"
+    text = re.sub(r"[\s\x00-\x1f\x7f-\x9f]+", "-", text.strip()) or "unknown"
     if len(text) <= MAX_ID_CHARS:
         return text
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]

@@ -11,12 +11,13 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from mnemo.curated import BUDGET_CHARS, KeepAction, KeepScope
-from mnemo.episodes import ID_PATTERN, NAMESPACE_PATTERN, AppendResult, EpisodeIn
+from mnemo.episodes import ID_PATTERN, NAME_CHARS, NAMESPACE_PATTERN, AppendResult, EpisodeIn
 from mnemo.memories import MAX_MEMORY_CHARS, MAX_W_CHARS, Memory, MemoryType
 
 MAX_REASON_CHARS = 500
+MAX_BODY_BYTES = 64 * 1024 * 1024  # a request's body; past it, 413 before it is read whole
 MAX_KEEP_CHARS = max(BUDGET_CHARS.values())
-WORKSPACE_PATTERN = r"^workspace:[^\s]{1,120}$"
+WORKSPACE_PATTERN = rf"^workspace:{NAME_CHARS}{{1,120}}$"
 
 
 class Health(BaseModel):

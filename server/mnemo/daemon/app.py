@@ -27,9 +27,7 @@ error class names; malformed bodies are 422 ``InputError`` naming the fields.
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -37,7 +35,7 @@ from typing import Any
 
 import anyio
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -55,12 +53,15 @@ from mnemo.daemon.api import (
     ReviewUrl,
 )
 from mnemo.daemon.hooks import HookService
-from mnemo.daemon.messages import answer, parse, whole_number
+from mnemo.daemon.messages import answer, matching, parse, read_body, whole_number
 from mnemo.daemon.review_page import ReviewGate
 from mnemo.daemon.reviewing import Reviews
 from mnemo.daemon.service import MemoryService
+from mnemo.episodes import NAMESPACE_PATTERN
 from mnemo.errors import InputError, MnemoError, NotAllowedError
+from mnemo.jsonread import JSONInputError, read_json
 from mnemo.memories import MemoryStatus, RememberRequest
+from mnemo.paths import MAX_HOOK_INPUT_BYTES
 from mnemo.recall import RecallEpisodeRequest, RecallRequest
 
 logger = logging.getLogger(__name__)
@@ -112,6 +113,12 @@ async def _unexpected_error(request: Request, exc: Exception) -> Response:
         {"error": {"type": "MnemoError", "message": f"internal error in the mnemo daemon: {exc!r}"}},
         status_code=500,
     )
+
+
+async def _client_gone(request: Request, exc: Exception) -> Response:
+    """The client went away (or was cut off) before its request was read: nobody to answer."""
+    logger.info("%s %s: the client left before its request arrived", request.method, request.url.path)
+    return Response(status_code=400)
 
 
 def _host_of(request: Request) -> int | None:
@@ -170,11 +177,11 @@ def build_app(
         return answer(await service.recall(await parse(request, RecallRequest)))
 
     async def hook(request: Request) -> Response:
-        body = await request.body()
-        try:
-            payload = json.loads(body or b"{}")
-        except ValueError as exc:
-            raise InputError(f"the hook input is not JSON: {exc}") from None
+        body = await read_body(request, MAX_HOOK_INPUT_BYTES)
+        try:  # what nests too deeply is cut, not refused: the turn is recorded all the same
+            payload = read_json(body or b"{}", cut_deeper=True)
+        except JSONInputError as exc:
+            raise InputError(f"the hook input is not a JSON object ({exc})") from None
         if not isinstance(payload, dict):
             raise InputError("the hook input must be a JSON object")
         event = request.path_params["event"]
@@ -194,9 +201,7 @@ def build_app(
         return answer(service.distil(body.session))
 
     async def kept(request: Request) -> Response:
-        workspace = request.query_params.get("workspace") or None
-        if workspace is not None and not re.match(WORKSPACE_PATTERN, workspace):
-            raise InputError(f"workspace: must be workspace:<id>, not {workspace[:130]!r}")
+        workspace = matching(request, "workspace", WORKSPACE_PATTERN, "workspace:<id>")
         return answer(await service.kept.sets(workspace))
 
     async def keep(request: Request) -> Response:
@@ -212,7 +217,7 @@ def build_app(
         except ValueError as exc:
             raise InputError(f"status: {exc}") from None
         limit = whole_number(request, "limit", 200, 1_000)
-        namespace = request.query_params.get("namespace") or None
+        namespace = matching(request, "namespace", NAMESPACE_PATTERN, "person:<name> or workspace:<id>")
         return answer(await reviews.queue(status, namespace, limit))
 
     async def review(request: Request) -> Response:
@@ -258,6 +263,7 @@ def build_app(
 
     handlers: dict[Any, Callable[[Request, Exception], Any]] = {
         MnemoError: _mnemo_error,
+        ClientDisconnect: _client_gone,
         Exception: _unexpected_error,
     }
     app = Starlette(

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from mnemo.config import Settings
 from mnemo.daemon.api import (
+    MAX_BODY_BYTES,
     AppendRequest,
     AppendResponse,
     DistillQueued,
@@ -40,7 +41,14 @@ from mnemo.daemon.api import (
 from mnemo.daemon.launcher import ensure_daemon
 from mnemo.daemon.wire import Dropped, Refused, Response, UnixHTTP
 from mnemo.episodes import AppendResult, EpisodeIn, new_id
-from mnemo.errors import ERRORS_BY_NAME, DaemonError, DaemonUnavailableError, MnemoError, validated
+from mnemo.errors import (
+    ERRORS_BY_NAME,
+    DaemonError,
+    DaemonUnavailableError,
+    MnemoError,
+    TooLargeError,
+    validated,
+)
 from mnemo.memories import Memory, RememberRequest
 from mnemo.recall import EpisodesResult, RecallEpisodeRequest, RecallRequest, RecallResult
 
@@ -79,7 +87,7 @@ class DaemonClient:
     ) -> M:
         if self._http is None:
             raise RuntimeError("DaemonClient used outside `async with`")
-        content = body.model_dump_json(exclude_none=True).encode() if body is not None else None
+        content = _encoded(body) if body is not None else None
         timeout_s = self._settings.request_timeout_s
         for attempt in (1, 2):
             try:
@@ -166,6 +174,16 @@ class DaemonClient:
 
     async def status(self) -> Status:
         return await self._request("GET", "/v1/status", None, Status)
+
+
+def _encoded(body: BaseModel) -> bytes:
+    """``body`` as the request's JSON; TooLargeError past the daemon's cap, before it is sent."""
+    content = body.model_dump_json(exclude_none=True).encode()
+    if len(content) > MAX_BODY_BYTES:
+        raise TooLargeError(
+            f"a request of {len(content):,} bytes is over the daemon's {MAX_BODY_BYTES:,} byte limit"
+        )
+    return content
 
 
 def _error_from(response: Response) -> MnemoError:

@@ -42,6 +42,7 @@ from mnemo.daemon.service import MemoryService, with_waiting
 from mnemo.episodes import EpisodeIn, Role, clip_text
 from mnemo.errors import InputError
 from mnemo.injected import strip_injected
+from mnemo.jsonread import read_json
 from mnemo.memories import Memory, MemoryType
 from mnemo.paths import SPOOL_NAME
 from mnemo.recall import MAX_QUERY_CHARS
@@ -55,6 +56,8 @@ from mnemo.workspace import workspace_namespace
 logger = logging.getLogger(__name__)
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "PreCompact", "SessionEnd")
+MAX_SESSION_CHARS = 500  # as an episode's session
+MAX_PATH_CHARS = 4_096  # cwd and transcript_path, as an episode's cwd
 CANDIDATES = 24  # memories ranked per injection, before the session's filters
 START_CANDIDATES = 300
 SUPPRESSED_TTL_S = 60.0
@@ -134,6 +137,8 @@ class HookService:
         session_id = payload.get("session_id")
         if not isinstance(session_id, str) or not session_id.strip():
             raise InputError("the hook input has no session_id")
+        if len(session_id) > MAX_SESSION_CHARS:
+            raise InputError(f"session_id: {len(session_id):,} characters, over {MAX_SESSION_CHARS}")
         client = client or _client_of(payload)
         if live and not self._spool_replayed.is_set():
             with anyio.move_on_after(SPOOL_FIRST_WAIT_S):
@@ -187,8 +192,10 @@ class HookService:
         replayed = 0
         for number, line in enumerate(lines.splitlines(), 1):
             try:
-                item = json.loads(line)
-                payload = json.loads(item["input"] or "{}")
+                item = json.loads(line)  # the hook's own line; its input is the host's JSON
+                payload = read_json(item["input"] or "{}", cut_deeper=True)
+                if not isinstance(payload, dict):
+                    raise InputError("the hook input is not a JSON object")
                 await self.handle(str(item["event"]), payload, str(item.get("client") or ""), live=False)
                 replayed += 1
             except Exception as exc:  # a bad line must not hold back the others
@@ -267,8 +274,7 @@ class HookService:
 
     def _new_row(self, session_id: str, client: str, payload: Mapping[str, Any]) -> SessionRow:
         """The row of a session seen for the first time."""
-        cwd = str(payload.get("cwd") or "")
-        transcript = str(payload.get("transcript_path") or "")
+        cwd, transcript = _cwd(payload), str(payload.get("transcript_path") or "")[:MAX_PATH_CHARS]
         person = self._settings.namespace_of_person
         return SessionRow(
             session_id, client, person, workspace_namespace(cwd or "/"), cwd, transcript, self._clock()
@@ -319,7 +325,7 @@ class HookService:
         # The host waits on this hook: the question is embedded and ranked while the session is
         # loaded and the prompt's episode stored, in the namespaces the cwd names (a session that
         # was registered in another workspace is asked again below).
-        guessed = [workspace_namespace(str(payload.get("cwd") or "/")), person]
+        guessed = [workspace_namespace(_cwd(payload) or "/"), person]
         found: list[Memory] = []
 
         async def recall() -> None:
@@ -386,7 +392,7 @@ class HookService:
             namespace=state.workspace,
             client=state.client,
             workspace=state.workspace.removeprefix("workspace:")[:500],
-            cwd=str(payload.get("cwd") or "")[:4096],
+            cwd=_cwd(payload),
             host=self._host[:500],
         )
         await self.service.record([episode])
@@ -460,6 +466,10 @@ class HookService:
         await self.service.call_store(self.store.put_verdicts, rows)
         self._suppressed.pop(job.person, None)
         self.audits_done += 1
+
+
+def _cwd(payload: Mapping[str, Any]) -> str:
+    return str(payload.get("cwd") or "")[:MAX_PATH_CHARS]
 
 
 def _client_of(payload: Mapping[str, Any]) -> str:

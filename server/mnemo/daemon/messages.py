@@ -4,27 +4,42 @@ errors), one query-number reader and one serialiser, for the API's routes and th
 
 from __future__ import annotations
 
+import re
 from typing import TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
 
-from mnemo.errors import InputError, describe_validation_error
+from mnemo.daemon.api import MAX_BODY_BYTES
+from mnemo.errors import InputError, TooLargeError, validated_json
 
 M = TypeVar("M", bound=BaseModel)
-MAX_BODY_BYTES = 64 * 1024 * 1024
+
+
+async def read_body(request: Request, max_bytes: int) -> bytes:
+    """The request's body; TooLargeError past ``max_bytes``, known from its Content-Length before
+    any of it is read, else as soon as it streams past."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > max_bytes:
+        raise TooLargeError(_too_large(int(declared), max_bytes))
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > max_bytes:
+            raise TooLargeError(_too_large(size, max_bytes, is_partial=True))
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(size: int, max_bytes: int, *, is_partial: bool = False) -> str:
+    more = " and more" if is_partial else ""
+    return f"a request body of {size:,} bytes{more} is over the {max_bytes:,} byte limit; nothing was stored"
 
 
 async def parse(request: Request, model: type[M]) -> M:
     """The request's JSON body as ``model`` (an empty body: ``{}``); InputError when it is not."""
-    body = await request.body()
-    if len(body) > MAX_BODY_BYTES:
-        raise InputError(f"request body of {len(body):,} bytes is over the {MAX_BODY_BYTES:,} byte limit")
-    try:
-        return model.model_validate_json(body or b"{}")
-    except ValidationError as exc:
-        raise InputError(describe_validation_error(exc)) from None
+    return validated_json(model, await read_body(request, MAX_BODY_BYTES) or b"{}")
 
 
 def whole_number(request: Request, name: str, default: int, highest: int) -> int:
@@ -35,6 +50,14 @@ def whole_number(request: Request, name: str, default: int, highest: int) -> int
         raise InputError(f"{name}: must be a whole number") from None
     if not 1 <= value <= highest:
         raise InputError(f"{name}: must be between 1 and {highest:,}")
+    return value
+
+
+def matching(request: Request, name: str, pattern: str, shape: str) -> str | None:
+    """Query parameter ``name`` when it matches ``pattern`` (None when absent or empty)."""
+    value = request.query_params.get(name) or None
+    if value is not None and not re.match(pattern, value):
+        raise InputError(f"{name}: must be {shape}, not {value[:130]!r}")
     return value
 
 

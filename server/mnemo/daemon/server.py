@@ -8,7 +8,9 @@ unreadable, bad settings) is written to the start-failure file for the client th
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import json
 import logging
 import logging.handlers
 import os
@@ -19,7 +21,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
+import h11
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from mnemo.config import Settings
 from mnemo.daemon.api import ReviewUrl
@@ -36,6 +40,61 @@ from mnemo.store import open_store
 logger = logging.getLogger(__name__)
 LOCK_WAIT_S = 10.0
 LOG_FORMAT = "%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"
+
+
+class _BoundedHTTP(H11Protocol):
+    """uvicorn's HTTP/1.1, with a bound on how long a request may take to arrive whole, head and
+    body: ``read_timeout_s`` from the connection's opening (or the request's first byte, on a
+    kept-alive connection). Past it the daemon answers 408 (unless it has started answering) and
+    closes the connection: half a request, or a Content-Length the body never reaches, does not
+    hold a connection open forever. Idle kept-alive connections are uvicorn's keep-alive's."""
+
+    read_timeout_s = 30.0
+    _read_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)  # type: ignore[arg-type]
+        self._arm()
+
+    def data_received(self, data: bytes) -> None:
+        if self._read_timer is None and self.conn.their_state is h11.IDLE:
+            self._arm()
+        super().data_received(data)
+        if self.conn.their_state is not h11.IDLE and self.conn.their_state is not h11.SEND_BODY:
+            self._disarm()  # the request is in whole (or the connection is done)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._read_timer = self.loop.call_later(self.read_timeout_s, self._timed_out)
+
+    def _disarm(self) -> None:
+        if self._read_timer is not None:
+            self._read_timer.cancel()
+            self._read_timer = None
+
+    def _timed_out(self) -> None:
+        self._read_timer = None
+        if self.transport.is_closing():
+            return
+        logger.info("a request did not arrive whole within %.0f s; connection closed", self.read_timeout_s)
+        # A request still in its head has no answer under way (self.cycle is the previous one's).
+        if self.conn.their_state is h11.IDLE or not self.cycle.response_started:
+            message = f"the request did not arrive whole within {self.read_timeout_s:g} s"
+            body = json.dumps({"error": {"type": "InputError", "message": message}}).encode()
+            head = (
+                "HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
+                f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+            )
+            self.transport.write(head.encode("ascii") + body)
+        self.transport.close()
+
+
+def _bounded_http(read_timeout_s: float) -> type[H11Protocol]:
+    return type("BoundedHTTP", (_BoundedHTTP,), {"read_timeout_s": read_timeout_s})
 
 
 class _Server(uvicorn.Server):
@@ -129,6 +188,7 @@ def _serve_holding_lock(settings: Settings) -> int:
                 log_config=None,
                 access_log=False,
                 lifespan="on",
+                http=_bounded_http(settings.daemon_read_timeout_s),
                 timeout_graceful_shutdown=10,
                 # Clients keep their connection between requests (mnemo.daemon.wire); closing idle
                 # ones after uvicorn's 5 s would race a client's next request. They close at exit.
