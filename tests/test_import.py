@@ -82,3 +82,59 @@ def test_a_missing_file_is_a_clear_error(home: Home, tmp_path: Path) -> None:
     result = home.mnemo("import", str(tmp_path / "absent.jsonl"), check=False)
     assert result.returncode == 1
     assert "cannot read" in result.stderr and "absent.jsonl" in result.stderr
+
+
+def test_a_file_of_large_lines_is_sent_in_batches_under_the_daemons_request_cap(
+    home: Home, tmp_path: Path
+) -> None:
+    """380 lines of ~190 KB (72 MB: one batch of them would pass the daemon's 64 MB cap)."""
+    prose = "the staging cluster is called Bluebird and deploys go out on Thursdays. " * 2_600
+    source = tmp_path / "large.jsonl"
+    with source.open("w") as out:
+        for i in range(380):
+            out.write(_line(i, text=f"{i} {prose[:190_000]}") + "\n")
+    assert source.stat().st_size > 64 * 1024 * 1024
+    result = home.mnemo("import", str(source), "--quiet", timeout=600)
+    assert "380 lines: 380 new episodes, 0 already present, 0 bad lines" in result.stdout
+    assert json.loads(home.mnemo("status", "--json").stdout)["episodes"] == 380
+
+
+def test_a_byte_order_mark_at_the_start_of_the_file_is_skipped(home: Home, tmp_path: Path) -> None:
+    source = tmp_path / "bom.jsonl"
+    source.write_bytes(b"\xef\xbb\xbf" + "\n".join(_line(i) for i in range(3)).encode() + b"\n")
+    result = home.mnemo("import", str(source))
+    assert "3 lines: 3 new episodes, 0 already present, 0 bad lines" in result.stdout
+
+
+def test_an_id_stored_with_another_text_is_reported_per_line_in_a_batch_and_across_imports(
+    home: Home, tmp_path: Path
+) -> None:
+    first = tmp_path / "first.jsonl"
+    first.write_text("\n".join([_line(1), _line(2), _line(1, text="a different text"), _line(2)]) + "\n")
+    result = home.mnemo("import", str(first), check=False)
+    assert result.returncode == 1
+    assert "4 lines: 2 new episodes, 1 already present, 1 bad lines" in result.stdout
+    assert f"{first}:3: id 'imp-1' is stored already with another text" in result.stderr
+    again = tmp_path / "again.jsonl"
+    again.write_text("\n".join([_line(2), _line(3), _line(2, text="changed since")]) + "\n")
+    result = home.mnemo("import", str(again), "--batch-lines", "1", check=False)
+    assert "3 lines: 1 new episodes, 1 already present, 1 bad lines" in result.stdout
+    assert f"{again}:3: id 'imp-2' is stored already with another text" in result.stderr
+    stored = json.loads(home.mnemo("recall-episode", "imp-2", "--json").stdout)
+    assert stored["episodes"][0]["episode"]["text"] == "line 2: the staging cluster is called Bluebird"
+
+
+def test_a_time_must_be_a_date_and_one_without_a_zone_is_read_as_utc_and_said(
+    home: Home, tmp_path: Path
+) -> None:
+    source = tmp_path / "times.jsonl"
+    lines = [_line(1, time=0), _line(2, time=1_767_225_600), _line(3, time="2026-05-01T10:00:00"), _line(4)]
+    source.write_text("\n".join(lines) + "\n")
+    result = home.mnemo("import", str(source), check=False)
+    assert "4 lines: 2 new episodes, 0 already present, 2 bad lines" in result.stdout
+    for number in (1, 2):
+        assert f"{source}:{number}: time: Value error, give an ISO 8601 date-time" in result.stderr
+    assert f"{source}: 1 lines gave a time with no zone (first: line 3); read as UTC" in result.stderr
+    stored = json.loads(home.mnemo("recall-episode", "imp-3", "--json").stdout)
+    assert stored["episodes"][0]["episode"]["time"].startswith("2026-05-01T10:00:00")
+    assert stored["episodes"][0]["episode"]["time"].endswith(("Z", "+00:00"))

@@ -377,6 +377,12 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
             bar.close()
     for error in report.bad:
         _write(f"{args.file}:{error.line}: {error.message}", sys.stderr)
+    if report.zoneless:
+        _write(
+            f"{args.file}: {report.zoneless:,} lines gave a time with no zone (first: line "
+            f"{report.first_zoneless}); read as UTC",
+            sys.stderr,
+        )
     _write(
         f"{report.lines:,} lines: {report.new:,} new episodes, {report.already_present:,} already present, "
         f"{len(report.bad):,} bad lines"

@@ -3,9 +3,11 @@
 ``mnemo import FILE.jsonl``: one episode per line, idempotent by id.
 
 Each line is a JSON object with ``id, session, time (ISO 8601), who, role, text`` and optionally
-``namespace``, ``kind`` and ``turn``. Lines are validated here and sent in batches; a bad line is
-reported with its number and skipped while every good line is kept. Importing the same file
-again stores nothing new.
+``namespace``, ``kind`` and ``turn``; a time without a zone is read as UTC (and the lines that
+had none are counted for the summary). Lines are validated here and sent in batches of at most
+1,000 lines and 16 MB; a bad line is reported with its number and skipped while every good line
+is kept. Importing the same file again stores nothing new; a line whose id is stored already with
+another text is reported (episodes never change). A UTF-8 byte-order mark is skipped.
 
 ``mnemo import --from claude-code|codex [PATH]``: backfill from Claude Code transcripts
 (``~/.claude/projects``) or Codex rollouts (``~/.codex/sessions``), read by
@@ -17,21 +19,34 @@ the workspace its cwd is in.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import codecs
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from mnemo import transcripts
+from mnemo.daemon.api import MAX_BODY_BYTES
 from mnemo.daemon.client import DaemonClient
-from mnemo.episodes import ID_PATTERN, EpisodeIn, EpisodeKind, Namespace, Role, UtcDatetime, clip_text
-from mnemo.errors import InputError, describe_validation_error
+from mnemo.episodes import ID_PATTERN, AppendResult, EpisodeIn, EpisodeKind, Namespace, Role, clip_text
+from mnemo.errors import InputError, TooLargeError, validated_json
 from mnemo.workspace import workspace_namespace
 
+T = TypeVar("T")
 DEFAULT_BATCH_LINES = 1_000
+# A batch is also bounded by its bytes: a quarter of the daemon's cap on one request, so that lines
+# of any size travel (a line over the cap on its own is reported, not sent).
+MAX_BATCH_BYTES = MAX_BODY_BYTES // 4
+EPISODE_FIELDS_BYTES = 300  # what an episode's JSON adds to its text: field names, ids, the time
+
+
+def _iso_time(value: object) -> object:
+    if not isinstance(value, str):  # pydantic would read a number as seconds since 1970
+        raise ValueError("give an ISO 8601 date-time, e.g. 2026-05-01T10:00:00Z")
+    return value
 
 
 class ImportLine(BaseModel):
@@ -39,7 +54,7 @@ class ImportLine(BaseModel):
 
     id: Annotated[str, Field(pattern=ID_PATTERN)]
     session: Annotated[str, Field(min_length=1, max_length=500)]
-    time: UtcDatetime
+    time: Annotated[datetime, BeforeValidator(_iso_time)]  # naive: read as UTC, and counted
     who: Annotated[str, Field(max_length=500)]
     role: Role
     text: Annotated[str, Field(min_length=1)]
@@ -74,19 +89,50 @@ class ImportReport:
     new: int = 0
     already_present: int = 0
     bad: list[LineError] = field(default_factory=list)
+    zoneless: int = 0  # lines whose time had no zone (read as UTC)
+    first_zoneless: int = 0  # the first of them
 
 
-def parse_line(raw: bytes, line: int) -> EpisodeIn | LineError:
+def parse_line(raw: bytes, line: int) -> ImportLine | LineError:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return LineError(line, f"not UTF-8 ({exc.reason} at byte {exc.start})")
     try:
-        return ImportLine.model_validate_json(text).to_episode()
-    except ValidationError as exc:
-        if any(e["type"] == "json_invalid" for e in exc.errors()):
-            return LineError(line, f"not a JSON object ({exc.errors()[0]['msg']})")
-        return LineError(line, describe_validation_error(exc))
+        return validated_json(ImportLine, text)
+    except InputError as exc:
+        return LineError(line, str(exc))
+
+
+class _Batch(Generic[T]):
+    """Items to send in one request: at most ``max_items``, and ``max_bytes`` unless one alone."""
+
+    def __init__(self, max_items: int, max_bytes: int = MAX_BATCH_BYTES) -> None:
+        self.items: list[T] = []
+        self._bytes = 0
+        self._max_items, self._max_bytes = max_items, max_bytes
+
+    def fits(self, size: int) -> bool:
+        return not self.items or (len(self.items) < self._max_items and self._bytes + size <= self._max_bytes)
+
+    def add(self, item: T, size: int) -> None:
+        self.items.append(item)
+        self._bytes += size
+
+    def take(self) -> list[T]:
+        items, self.items, self._bytes = self.items, [], 0
+        return items
+
+
+async def _append(client: DaemonClient, episodes: list[EpisodeIn]) -> list[AppendResult]:
+    """The daemon's results for ``episodes``; a lone episode too large for one request is
+    refused here, with the reason, as the daemon refuses one."""
+    try:
+        return await client.append(episodes)
+    except TooLargeError as exc:
+        if len(episodes) > 1:
+            raise
+        return [AppendResult(id=episodes[0].id, is_new=False, error=f"this line alone is too large: {exc}")]
 
 
 async def import_jsonl(
@@ -103,19 +149,18 @@ async def import_jsonl(
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror}") from None
     report = ImportReport()
-    batch: list[tuple[int, EpisodeIn]] = []
+    batch: _Batch[tuple[int, EpisodeIn]] = _Batch(batch_lines)
     bytes_read = 0
 
     async def flush() -> None:
-        results = await client.append([episode for _, episode in batch])
-        for (line, _), result in zip(batch, results, strict=True):
+        sent = batch.take()
+        for (line, _), result in zip(sent, await _append(client, [e for _, e in sent]), strict=True):
             if result.error is not None:
                 report.bad.append(LineError(line, result.error))
             elif result.is_new:
                 report.new += 1
             else:
                 report.already_present += 1
-        batch.clear()
         if on_progress is not None:
             on_progress(report.lines, bytes_read, total_bytes)
 
@@ -123,16 +168,22 @@ async def import_jsonl(
         for number, raw in enumerate(handle, start=1):
             bytes_read += len(raw)
             report.lines = number
+            if number == 1:
+                raw = raw.removeprefix(codecs.BOM_UTF8)  # noqa: PLW2901 - a file saved "with BOM"
             if not raw.strip():
                 continue
             parsed = parse_line(raw.rstrip(b"\r\n"), number)
             if isinstance(parsed, LineError):
                 report.bad.append(parsed)
-            else:
-                batch.append((number, parsed))
-            if len(batch) >= batch_lines:
+                continue
+            if parsed.time.tzinfo is None:
+                report.zoneless += 1
+                report.first_zoneless = report.first_zoneless or number
+            size = len(raw) + EPISODE_FIELDS_BYTES
+            if not batch.fits(size):
                 await flush()
-        if batch:
+            batch.add((number, parsed.to_episode()), size)
+        if batch.items:
             await flush()
         elif on_progress is not None:
             on_progress(report.lines, bytes_read, total_bytes)
@@ -186,6 +237,17 @@ def transcript_episodes(transcript: transcripts.Transcript, person: str, max_cha
     return episodes
 
 
+def _batches(episodes: list[EpisodeIn]) -> Iterator[list[EpisodeIn]]:
+    batch: _Batch[EpisodeIn] = _Batch(DEFAULT_BATCH_LINES)
+    for episode in episodes:
+        size = len(episode.text.encode("utf-8", "replace")) + EPISODE_FIELDS_BYTES
+        if not batch.fits(size):
+            yield batch.take()
+        batch.add(episode, size)
+    if batch.items:
+        yield batch.take()
+
+
 async def import_transcripts(
     client_kind: str,
     path: Path,
@@ -214,8 +276,8 @@ async def import_transcripts(
         if episodes:
             report.sessions += 1
             report.turns += len(transcript.turns)
-        for start in range(0, len(episodes), DEFAULT_BATCH_LINES):
-            for result in await daemon.append(episodes[start : start + DEFAULT_BATCH_LINES]):
+        for sent in _batches(episodes):
+            for result in await _append(daemon, sent):
                 if result.error is not None:
                     report.errors.append(f"{file}: episode {result.id}: {result.error}")
                 elif result.is_new:

@@ -8,6 +8,7 @@ threads at once; the daemon serialises them.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import logging
 import os
 import threading
@@ -206,24 +207,31 @@ class ClickHouseStore(DistillTables, UsageTables, CuratedTables):
     # -- episodes ------------------------------------------------------------------------------
 
     def append_episodes(self, episodes: Sequence[Episode]) -> list[AppendResult]:
-        """Store the episodes whose ids are not stored yet, in one insert; report which were new."""
+        """Store the episodes whose ids are not stored yet, in one insert; report which were new.
+        An id stored already with another text is refused (episodes never change), with why."""
         if not episodes:
             return []
         ids = [e.id for e in episodes]
         with self._translated("checking episode ids"):
-            existing = {
-                row[0]
-                for row in self._client.query(
-                    "SELECT id FROM episodes WHERE id IN {ids:Array(String)}", parameters={"ids": ids}
+            digests: dict[str, str] = dict(
+                self._client.query(
+                    "SELECT id, lower(hex(SHA256(text))) FROM episodes WHERE id IN {ids:Array(String)}",
+                    parameters={"ids": ids},
                 ).result_rows
-            }
-        results, rows, seen = [], [], set(existing)
+            )
+        results, rows = [], []
         for episode in episodes:
-            is_new = episode.id not in seen
-            seen.add(episode.id)
-            results.append(AppendResult(id=episode.id, is_new=is_new))
-            if is_new:
+            digest = hashlib.sha256(episode.text.encode("utf-8", "surrogatepass")).hexdigest()
+            stored = digests.get(episode.id)
+            if stored is None:
+                digests[episode.id] = digest
+                results.append(AppendResult(id=episode.id, is_new=True))
                 rows.append([getattr(episode, c) for c in EPISODE_COLUMNS])
+            elif stored == digest:
+                results.append(AppendResult(id=episode.id, is_new=False))
+            else:
+                error = f"id {episode.id!r} is stored already with another text; episodes never change"
+                results.append(AppendResult(id=episode.id, is_new=False, error=error))
         if rows:
             with self._translated(f"inserting {len(rows)} episodes"):
                 self._client.insert("episodes", rows, column_names=list(EPISODE_COLUMNS))
