@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from mnemo.errors import InputError, NotFoundError, OverBudgetError
-from mnemo.injected import frame, refuse_frame
+from mnemo.injected import frame, refuse_unfit
 
 FILE_PATH = ".mnemo/MEMORY.md"
 _FILE_HEADING = "# Project memory (mnemo keep)"
@@ -51,22 +51,10 @@ class Edit:
     old_text: str = ""
 
 
-# Line breaks are an entry's lines; any other control character has no place in one.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def refuse_unfit(entry: str, field: str) -> None:
-    """Refuse (InputError) an entry (normalised) that holds mnemo's own frame tag or a control
-    character other than a line break or a tab."""
-    refuse_frame(entry, field)
-    control = _CONTROL.search(entry)
-    if control:
-        raise InputError(f"{field}: may not hold control characters (U+{ord(control.group()):04X})")
-
-
 def normalise(entry: str) -> str:
-    """An entry as stored: trimmed, lines right-trimmed, no blank lines, ``\\n`` line ends."""
-    lines = [line.rstrip() for line in entry.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    """An entry as stored: trimmed, lines right-trimmed, no blank lines, ``\\n`` line ends (every
+    line break Unicode knows — CR LF, CR, U+2028… — is one)."""
+    lines = [line.rstrip() for line in entry.splitlines()]
     return "\n".join(line for line in lines if line.strip()).strip()
 
 

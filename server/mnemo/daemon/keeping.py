@@ -21,11 +21,11 @@ from mnemo.curated import (
     KeepScope,
     apply,
     normalise,
-    refuse_unfit,
     used_chars,
 )
 from mnemo.daemon.api import KeepImportRequest, KeepRequest, KeepResult, KeptSet, KeptSets
 from mnemo.errors import InputError, OverBudgetError
+from mnemo.injected import refuse_unfit
 from mnemo.secrets import refuse_secrets
 from mnemo.store import ClickHouseStore
 

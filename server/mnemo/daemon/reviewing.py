@@ -25,7 +25,7 @@ from mnemo.daemon.api import ReviewAction, ReviewEdit, ReviewQueue
 from mnemo.daemon.service import MemoryService
 from mnemo.distill.policy import ARCHIVE_AFTER
 from mnemo.errors import InputError, NotFoundError
-from mnemo.injected import refuse_frame
+from mnemo.injected import refuse_unfit
 from mnemo.memories import Memory, MemoryStatus
 from mnemo.secrets import refuse_secrets
 
@@ -134,6 +134,6 @@ def _edits(edit: ReviewEdit) -> dict[str, object]:
     edits = {k: v for k, v in edit.model_dump().items() if v is not None}
     for name, value in edits.items():
         if isinstance(value, str):
-            refuse_frame(value, name)
+            refuse_unfit(value, name)
             refuse_secrets(value, name)
     return edits

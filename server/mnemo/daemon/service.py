@@ -60,7 +60,7 @@ from mnemo.errors import MnemoError, NotFoundError, NotReadyError
 from mnemo.index.engine import Ranked
 from mnemo.index.entities import entity_key
 from mnemo.index.live import Question, RecallEngine, passage_key, split_key
-from mnemo.injected import refuse_frame
+from mnemo.injected import refuse_unfit
 from mnemo.memories import EntityRef, Memory, MemoryStatus, Origin, RememberRequest, forgotten
 from mnemo.recall import (
     EpisodeHit,
@@ -515,10 +515,10 @@ class MemoryService:
         (SecretError) content holding a credential. ``manual``: a person typed it (the review
         page), so a person backs it."""
         for name in ("content", "what", "who", "when", "where", "why", "how"):
-            refuse_frame(getattr(request, name), name)
+            refuse_unfit(getattr(request, name), name)
             refuse_secrets(getattr(request, name), name)
         for entity in request.entities:
-            refuse_frame(" ".join([entity.name, entity.role, *entity.aliases]), "entities")
+            refuse_unfit(" ".join([entity.name, entity.role, *entity.aliases]), "entities")
             refuse_secrets(" ".join([entity.name, *entity.aliases]), "entities")
         namespace = request.namespace or self._settings.namespace_of_person
         note = self._intake.accept(
