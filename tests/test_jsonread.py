@@ -60,3 +60,10 @@ def test_what_json_does_not_have_is_refused_with_the_reason(text: str, reason: s
 def test_bytes_that_are_not_utf8_are_replaced_and_a_byte_order_mark_skipped() -> None:
     assert read_json(b'{"a": "caf\xe9"}') == {"a": "caf\ufffd"}
     assert read_json(b'\xef\xbb\xbf{"a": 1}') == {"a": 1}
+
+
+def test_an_unterminated_string_after_deep_nesting_is_refused_in_one_pass() -> None:
+    """Cutting the deep parts reads each string once: a million escaped quotes left open after
+    2,000 brackets are refused, not scanned again from each quote (which never ended)."""
+    with pytest.raises(JSONInputError, match="nested too deeply to read"):
+        read_json("[" * 2_000 + '"' + '\\"' * 1_000_000, cut_deeper=True)

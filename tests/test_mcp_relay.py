@@ -126,3 +126,26 @@ def test_an_argument_the_tool_does_not_have_is_a_tool_error_naming_it(session: R
     assert result["isError"] is True
     text = result["content"][0]["text"]
     assert "namspace" in text and "Extra inputs are not permitted" in text
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'\xef\xbb\xbf{"jsonrpc":"2.0","id":"bom","method":"ping"}',  # a byte-order mark first
+        b'{"jsonrpc":"2.0",\r"id":"bom","method":"ping"}',  # a bare CR: JSON whitespace, not a line end
+        b'{"jsonrpc":"2.0","id":"bom","method":"ping"}\r',  # a CR LF line end
+    ],
+)
+def test_a_line_the_sdk_would_misread_is_passed_on_so_that_it_reads_it(
+    session: RawSession, line: bytes
+) -> None:
+    session.send(line)
+    assert session.answer("bom")["result"] == {}
+
+
+def test_ids_that_look_like_the_relays_own_are_answered_like_any_other(session: RawSession) -> None:
+    for request_id in ("mnemo-start-initialize", "mnemo-start-tools"):
+        session.send(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "ping"}).encode())
+        assert session.answer(request_id)["result"] == {}
+        session.send(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/list"}).encode())
+        assert {t["name"] for t in session.answer(request_id)["result"]["tools"]} >= {"recall", "keep"}

@@ -30,8 +30,9 @@ MAX_DEPTH = 64
 CUT_NOTE = "[… nested too deeply: cut by mnemo]"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # A JSON string, or a bracket: what decides nesting (a bracket inside a string does not count).
-# Compiled on first use (re caches it): the relay's start need not pay for a rare path.
-_TOKEN = r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]'
+# The closing quote is optional, so an unterminated string is one token to the end: never scanned
+# again from each of its escaped quotes (quadratic). Compiled on first use (re caches it).
+_TOKEN = r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]'
 
 
 class JSONInputError(ValueError):

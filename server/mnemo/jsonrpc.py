@@ -75,7 +75,8 @@ def read_message(line: bytes) -> Incoming:
         return Incoming()
     try:
         text = line.decode("utf-8")
-        is_clean = _SURROGATE_ESCAPE.search(text) is None
+        # Passed on as the host wrote it, unless the SDK's parser would refuse what this one reads.
+        is_clean = not text.startswith("\ufeff") and _SURROGATE_ESCAPE.search(text) is None
     except UnicodeDecodeError:
         text, is_clean = line.decode("utf-8", "replace"), False
     try:

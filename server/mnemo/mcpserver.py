@@ -351,7 +351,8 @@ def serve_on(sdk_in: BinaryIO, sdk_out: BinaryIO) -> int:
     server = build_server(settings)
 
     async def serve() -> None:
-        stdin = anyio.wrap_file(io.TextIOWrapper(sdk_in, encoding="utf-8", errors="replace"))
+        # Lines end at "\n" only, as the relay writes them: a bare CR is JSON whitespace in a line.
+        stdin = anyio.wrap_file(io.TextIOWrapper(sdk_in, encoding="utf-8", errors="replace", newline="\n"))
         stdout = anyio.wrap_file(io.TextIOWrapper(sdk_out, encoding="utf-8", write_through=True))
         async with stdio_server(stdin, stdout) as (read_stream, write_stream):
             lowlevel = server._lowlevel_server  # what MCPServer.run_stdio_async runs, on our streams

@@ -35,8 +35,6 @@ from mnemo.jsonrpc import MAX_LINE_BYTES, read_message, too_long
 from mnemo.paths import layout
 
 RECORD_NAME = "mcp-start.json"
-_INIT_ID = "mnemo-start-initialize"
-_TOOLS_ID = "mnemo-start-tools"
 
 
 def _key() -> str:
@@ -65,6 +63,9 @@ class Relay:
         self._out_lock = threading.Lock()
         self._is_fast = False
         self._pending: dict[Any, str] = {}  # the host's request id → what its answer is (slow path)
+        # The relay's own requests to the SDK: ids no host can guess, so none is taken for one.
+        self._init_id = f"mnemo-start-initialize-{os.urandom(8).hex()}"
+        self._tools_id = f"mnemo-start-tools-{os.urandom(8).hex()}"
 
     def _load(self) -> dict[str, Any]:
         try:
@@ -109,7 +110,7 @@ class Relay:
                 except Exception:  # top level of the thread: one line must not silence the rest
                     import traceback  # noqa: PLC0415 - 2 ms the start need not pay
 
-                    traceback.print_exc(file=sys.stderr)
+                    _say(traceback.format_exc())
         finally:
             self._to_sdk.close()  # the host is gone: so is the SDK's input
 
@@ -118,7 +119,7 @@ class Relay:
         if incoming.answer is not None:
             self._to_host(incoming.answer)
         if incoming.problem:
-            sys.stderr.write(f"mnemo-mcp: {incoming.problem}\n")
+            _say(incoming.problem)
         message = incoming.message
         if message is not None and not self._answered(message):
             self._to_sdk_line(incoming.line)
@@ -140,26 +141,28 @@ class Relay:
         method, request_id = message.get("method"), message.get("id")
         params: dict[str, Any] = message["params"] if isinstance(message.get("params"), dict) else {}
         record = self._record
+        if request_id is not None:
+            self._pending.pop(request_id, None)  # an id used again: its answer is this request's
         if method == "initialize" and request_id is not None:
             requested = params.get("protocolVersion")
             if record and not self._is_fast and record.get("requested") == requested:
                 self._is_fast = True
                 self._to_host({"jsonrpc": "2.0", "id": request_id, "result": record["initialize"]})
-                self._to_sdk_line(json.dumps({**message, "id": _INIT_ID}).encode())
-                sys.stderr.write("mnemo-mcp: initialize answered from the start record\n")
+                self._to_sdk_line(json.dumps({**message, "id": self._init_id}).encode())
+                _say("initialize answered from the start record")
                 return True
             self._pending[request_id] = "initialize"
             record["requested"] = requested
             return False
         if method == "notifications/initialized" and self._is_fast:
             self._to_sdk_line(json.dumps(message).encode())
-            ask = {"jsonrpc": "2.0", "id": _TOOLS_ID, "method": "tools/list"}  # to check the record
+            ask = {"jsonrpc": "2.0", "id": self._tools_id, "method": "tools/list"}  # to check the record
             self._to_sdk_line(json.dumps(ask).encode())
             return True
         if method == "tools/list" and request_id is not None:
             if self._is_fast and "tools" in record and not params.get("cursor"):
                 self._to_host({"jsonrpc": "2.0", "id": request_id, "result": record["tools"]})
-                sys.stderr.write("mnemo-mcp: tools/list answered from the start record\n")
+                _say("tools/list answered from the start record")
                 return True
             if not params.get("cursor"):
                 self._pending[request_id] = "tools"
@@ -173,20 +176,28 @@ class Relay:
                 message = json.loads(line)
             except ValueError:
                 message = None
-            if isinstance(message, dict) and "result" in message:
+            if isinstance(message, dict) and ("result" in message or "error" in message):
                 request_id = message.get("id")
-                if request_id == _INIT_ID:
+                if request_id == self._init_id:
                     continue
-                if request_id == _TOOLS_ID:
-                    if self._record.get("tools") != message["result"]:
+                if request_id == self._tools_id:
+                    if "result" in message and self._record.get("tools") != message["result"]:
                         self._record["tools"] = message["result"]
                         self._save()
                     continue
                 kind = self._pending.pop(request_id, None)
-                if kind is not None:
+                if kind is not None and "result" in message:
                     self._record[kind] = message["result"]
                     self._save()
             self._to_host(line)
+
+
+def _say(text: str) -> None:
+    """A note on stderr; a closed stderr must not stop the relay (it is not the wire)."""
+    try:  # noqa: SIM105 - contextlib is an import the relay's start need not pay
+        sys.stderr.write(f"mnemo-mcp: {text}\n")
+    except (OSError, ValueError):
+        pass
 
 
 def serve() -> int:
