@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -111,6 +112,28 @@ async def wait_for_vectors(client: DaemonClient) -> None:
             if status.index_ready and status.embedding_backlog == 0:
                 return
             await anyio.sleep(0.05)
+
+
+def raw_http(socket_path: Path, request: bytes, *, timeout_s: float = 30.0) -> bytes:
+    """Send ``request`` (raw bytes, as written) over the daemon's unix socket and return the first
+    answer, whole (by its Content-Length), or all that came before the daemon closed."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout_s)
+        sock.connect(str(socket_path))
+        sock.sendall(request)
+        return read_answer(sock)
+
+
+def read_answer(sock: socket.socket) -> bytes:
+    """One HTTP answer from ``sock``, whole by its Content-Length (or up to the connection's end)."""
+    answer = b""
+    while chunk := sock.recv(65536):
+        answer += chunk
+        head, _, body = answer.partition(b"\r\n\r\n")
+        length = [line for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")]
+        if length and len(body) >= int(length[0].split(b":")[1]):
+            break
+    return answer
 
 
 def make_memory(memory_id: str, what: str, at: datetime, **fields: Any) -> Memory:

@@ -49,6 +49,15 @@ def test_invalid_value_names_the_key_and_where_it_came_from(tmp_path: Path) -> N
         load_settings(_env(tmp_path))
 
 
+def test_a_person_names_a_namespace_a_login_name_is_made_into_one_an_explicit_one_is_checked(
+    tmp_path: Path,
+) -> None:
+    assert load_settings(_env(tmp_path, USER="Ana Lopez\t")).namespace_of_person == "person:Ana-Lopez"
+    for person in ("Ana Lopez", "ana\x00"):
+        with pytest.raises(ConfigError, match="person \\(from environment variable MNEMO_PERSON\\)"):
+            load_settings(_env(tmp_path, MNEMO_PERSON=person))
+
+
 def test_malformed_toml_is_reported(tmp_path: Path) -> None:
     (tmp_path / "config.toml").write_text("store = \n")
     with pytest.raises(ConfigError, match="is not valid TOML"):

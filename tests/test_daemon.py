@@ -19,7 +19,15 @@ from mnemo.errors import DaemonError, InputError, NotFoundError
 from mnemo.memories import MemoryType, RememberRequest
 from mnemo.recall import RecallEpisodeRequest
 from tests.conftest import BIN, Home
-from tests.helpers import daemon_pids, is_alive, process_stat, store_held_by_another_process, wait_until
+from tests.helpers import (
+    daemon_pids,
+    is_alive,
+    process_stat,
+    raw_http,
+    read_answer,
+    store_held_by_another_process,
+    wait_until,
+)
 
 
 def test_socket_directory_is_private_to_the_user(home: Home) -> None:
@@ -167,6 +175,10 @@ def test_http_api_rejects_malformed_bodies_with_the_field_named(home: Home) -> N
             assert refused.status_code == 422 and "namespace" in refused.json()["error"]["message"], namespace
         deep = http.post("/v1/recall", content=b'{"query": ' + b"[" * 500 + b"]" * 500 + b"}")
         assert deep.status_code == 422 and "nested deeper than 64 levels" in deep.json()["error"]["message"]
+        for time in ("0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"):  # out of range in UTC
+            body = {"episodes": [{"text": "x", "time": time}]}
+            refused = http.post("/v1/episodes", json=body)
+            assert refused.status_code == 422 and "outside the years 1 to 9999" in refused.text, time
         split = http.post("/v1/recall", content=b'{"query": "deploy \\ud83d day"}')
         assert split.status_code == 200, split.text  # a lone surrogate, repaired
 
@@ -174,17 +186,20 @@ def test_http_api_rejects_malformed_bodies_with_the_field_named(home: Home) -> N
 def test_bodies_over_the_cap_are_413_before_they_are_read_and_queries_are_validated(home: Home) -> None:
     settings = home.settings
     ensure_daemon(settings)
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(30)
-        sock.connect(str(settings.socket_path))
-        # The head says 64 MB and a byte; no byte of the body is sent, the answer comes all the same.
-        sock.sendall(b"POST /v1/episodes HTTP/1.1\r\nhost: m\r\ncontent-length: 67108865\r\n\r\n")
-        answer = sock.recv(65536)
+    # The head says 64 MB and a byte; no byte of the body is sent, the answer comes all the same.
+    answer = raw_http(
+        settings.socket_path, b"POST /v1/episodes HTTP/1.1\r\nhost: m\r\ncontent-length: 67108865\r\n\r\n"
+    )
     assert answer.startswith(b"HTTP/1.1 413 ")
     assert b'"TooLargeError"' in answer and b"over the 67,108,864 byte limit" in answer
     transport = httpx2.HTTPTransport(uds=str(settings.socket_path))
     with httpx2.Client(transport=transport, base_url="http://mnemo") as http:
-        for query in ("namespace=person:a%00b", "namespace=team:x", "namespace=person:a%20b"):
+        for query in (
+            "namespace=person:a%00b",
+            "namespace=team:x",
+            "namespace=person:a%20b",
+            "namespace=person:a%0A",
+        ):
             bad = http.get(f"/v1/review?{query}")
             assert bad.status_code == 422 and "namespace: must be" in bad.json()["error"]["message"], query
         assert http.get("/v1/review?namespace=person:tester").status_code == 200
@@ -212,6 +227,28 @@ def test_half_sent_requests_are_answered_408_and_closed_and_the_daemon_serves_on
     assert all(a.startswith(b"HTTP/1.1 408 ") for a in answers), {a[:20] for a in answers}
     assert b"did not arrive whole within 1 s" in answers[3]
     assert ping(settings) is not None
+    # Behind a whole request on a kept-alive connection: the first is answered, the second timed out.
+    pipelined = b"GET /v1/health HTTP/1.1\r\nhost: m\r\n\r\nPOST /v1/recall HTTP/1.1\r\nhost: m\r\n"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(30)
+        sock.connect(str(settings.socket_path))
+        sock.sendall(pipelined)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    assert data.startswith(b"HTTP/1.1 200 ") and b"HTTP/1.1 408 " in data
+    # An idle kept-alive connection is not a half-sent request: still open past the bound.
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(str(settings.socket_path))
+        sock.sendall(b"GET /v1/health HTTP/1.1\r\nhost: m\r\n\r\n")
+        sock.settimeout(30)
+        assert read_answer(sock).startswith(b"HTTP/1.1 200 ")
+        sock.settimeout(2.5)  # past the 1 s bound: nothing comes, the connection stays open
+        with pytest.raises(TimeoutError):
+            sock.recv(65536)
+        sock.settimeout(30)
+        sock.sendall(b"GET /v1/health HTTP/1.1\r\nhost: m\r\n\r\n")
+        assert read_answer(sock).startswith(b"HTTP/1.1 200 ")
 
 
 def test_client_maps_daemon_errors_back_to_their_classes(home: Home) -> None:

@@ -7,8 +7,12 @@ from datetime import UTC, datetime
 
 
 def as_stored(value: datetime) -> datetime:
-    """``value`` as aware UTC at millisecond precision; a naive value is taken as UTC."""
-    value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    """``value`` as aware UTC at millisecond precision; a naive value is taken as UTC. ValueError
+    (which a validator reports as the field's error) when UTC falls outside years 1–9999."""
+    try:
+        value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("the time in UTC falls outside the years 1 to 9999") from None
     return value.replace(microsecond=value.microsecond // 1000 * 1000)
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import getpass
 import json
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -63,7 +64,7 @@ class Settings(BaseModel):
         default="",
         min_length=0,
         max_length=64,
-        pattern=rf"^{NAME_CHARS}*$",  # it names the namespace person:<name>
+        pattern=rf"^{NAME_CHARS}+$",  # it names the namespace person:<name>
         description="The active person; memories written without a namespace go to person:<name>.",
     )
     daemon_idle_s: float = Field(
@@ -359,4 +360,5 @@ def _default_person(env: Mapping[str, str]) -> str:
             name = getpass.getuser()
         except (KeyError, OSError):
             name = "me"
-    return name
+    # A login name with spaces or control characters cannot name a namespace: made into one.
+    return re.sub(r"[\s\x00-\x1f\x7f-\x9f]+", "-", name.strip())[:64] or "me"

@@ -22,6 +22,7 @@ from mnemo.errors import TooLargeError
 # A namespace's name: no spaces and no control characters (a NUL once made a person:a\x00b).
 NAME_CHARS = r"[^\s\x00-\x1f\x7f-\x9f]"
 NAMESPACE_PATTERN = rf"^(person|workspace):{NAME_CHARS}{{1,120}}$"
+MAX_TURN = 10_000_000
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:\-/]{0,199}$"
 _NAMESPACE_RE = re.compile(NAMESPACE_PATTERN)
 
@@ -70,7 +71,7 @@ class EpisodeIn(BaseModel):
     who: ShortText = ""
     role: Role = Role.USER
     session: ShortText = ""
-    turn: int | None = Field(default=None, ge=0, le=10_000_000)
+    turn: int | None = Field(default=None, ge=0, le=MAX_TURN)
     time: UtcDatetime | None = None
     namespace: Namespace | None = None
     client: ShortText = ""
@@ -169,4 +170,4 @@ class EpisodeIntake:
 
 
 def is_namespace(value: str) -> bool:
-    return bool(_NAMESPACE_RE.match(value))
+    return bool(_NAMESPACE_RE.fullmatch(value))

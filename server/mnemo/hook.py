@@ -60,7 +60,7 @@ def main(argv: list[str]) -> int:
         data = sys.stdin.buffer.read(MAX_HOOK_INPUT_BYTES + 1)
         if len(data) > MAX_HOOK_INPUT_BYTES:
             raise ValueError(f"hook input over {MAX_HOOK_INPUT_BYTES:,} bytes")
-        if not data.lstrip().startswith(b"{"):
+        if not data.lstrip().removeprefix(b"\xef\xbb\xbf").lstrip().startswith(b"{"):  # a BOM is read
             raise ValueError("the hook input is not a JSON object")
         if event == "PreToolUse":
             import json  # noqa: PLC0415 - 6 ms; the other events pass the input through unparsed

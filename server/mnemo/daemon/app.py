@@ -22,11 +22,14 @@ Routes (all JSON, all under ``/v1``)::
     POST /v1/shutdown                  asks the daemon to exit
 
 Errors are ``{"error": {"type": <MnemoError subclass name>, "message": …}}`` with the status the
-error class names; malformed bodies are 422 ``InputError`` naming the fields.
+error class names; malformed bodies are 422 ``InputError`` naming the fields, bodies over the cap
+413 ``TooLargeError`` before they are read (:mod:`mnemo.daemon.messages`), requests that do not
+arrive whole in time 408 (:mod:`mnemo.daemon.server`). What a client sent never gets a 5xx.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -34,6 +37,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
@@ -65,6 +69,7 @@ from mnemo.paths import MAX_HOOK_INPUT_BYTES
 from mnemo.recall import RecallEpisodeRequest, RecallRequest
 
 logger = logging.getLogger(__name__)
+OFF_LOOP_BYTES = 256 * 1024  # a hook input this large is read on a worker thread
 
 
 class Activity:
@@ -178,8 +183,9 @@ def build_app(
 
     async def hook(request: Request) -> Response:
         body = await read_body(request, MAX_HOOK_INPUT_BYTES)
-        try:  # what nests too deeply is cut, not refused: the turn is recorded all the same
-            payload = read_json(body or b"{}", cut_deeper=True)
+        read = functools.partial(read_json, body or b"{}", cut_deeper=True)  # the turn is kept, cut
+        try:  # a large input (a tool's whole output) is read off the event loop
+            payload = read() if len(body) < OFF_LOOP_BYTES else await anyio.to_thread.run_sync(read)
         except JSONInputError as exc:
             raise InputError(f"the hook input is not a JSON object ({exc})") from None
         if not isinstance(payload, dict):

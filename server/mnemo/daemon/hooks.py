@@ -137,8 +137,7 @@ class HookService:
         session_id = payload.get("session_id")
         if not isinstance(session_id, str) or not session_id.strip():
             raise InputError("the hook input has no session_id")
-        if len(session_id) > MAX_SESSION_CHARS:
-            raise InputError(f"session_id: {len(session_id):,} characters, over {MAX_SESSION_CHARS}")
+        session_id = _session_key(session_id)
         client = client or _client_of(payload)
         if live and not self._spool_replayed.is_set():
             with anyio.move_on_after(SPOOL_FIRST_WAIT_S):
@@ -466,6 +465,15 @@ class HookService:
         await self.service.call_store(self.store.put_verdicts, rows)
         self._suppressed.pop(job.person, None)
         self.audits_done += 1
+
+
+def _session_key(session_id: str) -> str:
+    """The host's session id, or for one longer than a session's field its start and a digest of
+    it all: the same for every event of that session, and the turn is kept."""
+    if len(session_id) <= MAX_SESSION_CHARS:
+        return session_id
+    digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    return f"{session_id[: MAX_SESSION_CHARS - 25]}~{digest}"
 
 
 def _cwd(payload: Mapping[str, Any]) -> str:

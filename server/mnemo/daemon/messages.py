@@ -56,7 +56,7 @@ def whole_number(request: Request, name: str, default: int, highest: int) -> int
 def matching(request: Request, name: str, pattern: str, shape: str) -> str | None:
     """Query parameter ``name`` when it matches ``pattern`` (None when absent or empty)."""
     value = request.query_params.get(name) or None
-    if value is not None and not re.match(pattern, value):
+    if value is not None and not re.fullmatch(pattern, value):  # "$" alone passes a final newline
         raise InputError(f"{name}: must be {shape}, not {value[:130]!r}")
     return value
 

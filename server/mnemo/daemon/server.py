@@ -44,45 +44,62 @@ LOG_FORMAT = "%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"
 
 class _BoundedHTTP(H11Protocol):
     """uvicorn's HTTP/1.1, with a bound on how long a request may take to arrive whole, head and
-    body: ``read_timeout_s`` from the connection's opening (or the request's first byte, on a
-    kept-alive connection). Past it the daemon answers 408 (unless it has started answering) and
-    closes the connection: half a request, or a Content-Length the body never reaches, does not
-    hold a connection open forever. Idle kept-alive connections are uvicorn's keep-alive's."""
+    body: ``read_timeout_s`` from the connection's opening, or from the first bytes of a request
+    on a kept-alive one (pipelined behind another too). Past it the daemon answers 408 (unless it
+    has started answering) and closes the connection: half a request, or a Content-Length the body
+    never reaches, does not hold a connection open forever. An idle kept-alive connection is
+    uvicorn's keep-alive's."""
 
     read_timeout_s = 30.0
     _read_timer: asyncio.TimerHandle | None = None
+    _has_served = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)  # type: ignore[arg-type]
-        self._arm()
+        self._sync_timer()
 
     def data_received(self, data: bytes) -> None:
-        if self._read_timer is None and self.conn.their_state is h11.IDLE:
-            self._arm()
         super().data_received(data)
-        if self.conn.their_state is not h11.IDLE and self.conn.their_state is not h11.SEND_BODY:
-            self._disarm()  # the request is in whole (or the connection is done)
+        self._sync_timer()
+
+    def on_response_complete(self) -> None:
+        self._has_served = True
+        super().on_response_complete()  # may parse a pipelined request from what is buffered
+        self._sync_timer()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
-        super().connection_lost(exc)
-
-    def _arm(self) -> None:
-        self._disarm()
-        self._read_timer = self.loop.call_later(self.read_timeout_s, self._timed_out)
-
-    def _disarm(self) -> None:
         if self._read_timer is not None:
             self._read_timer.cancel()
             self._read_timer = None
+        super().connection_lost(exc)
+
+    def _is_waiting_on_client(self) -> bool:
+        """Whether a request has begun to arrive and is not whole (or none came yet at all)."""
+        state, (buffered, _) = self.conn.their_state, self.conn.trailing_data
+        if state is h11.SEND_BODY:
+            return True
+        if state is h11.IDLE:
+            return bool(buffered) or not self._has_served
+        return bool(buffered)  # the next request's first bytes, behind one being answered
+
+    def _sync_timer(self) -> None:
+        if not self._is_waiting_on_client():
+            if self._read_timer is not None:
+                self._read_timer.cancel()
+                self._read_timer = None
+        elif self._read_timer is None:
+            self._read_timer = self.loop.call_later(self.read_timeout_s, self._timed_out)
 
     def _timed_out(self) -> None:
         self._read_timer = None
-        if self.transport.is_closing():
+        if self.transport.is_closing() or not self._is_waiting_on_client():
+            return
+        state = self.conn.their_state
+        if state is not h11.IDLE and state is not h11.SEND_BODY and not self.cycle.response_complete:
+            self._sync_timer()  # an answer is under way for the request before: let it finish first
             return
         logger.info("a request did not arrive whole within %.0f s; connection closed", self.read_timeout_s)
-        # A request still in its head has no answer under way (self.cycle is the previous one's).
-        if self.conn.their_state is h11.IDLE or not self.cycle.response_started:
+        if state is h11.IDLE or not self.cycle.response_started:
             message = f"the request did not arrive whole within {self.read_timeout_s:g} s"
             body = json.dumps({"error": {"type": "InputError", "message": message}}).encode()
             head = (
