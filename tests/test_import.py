@@ -128,12 +128,26 @@ def test_a_time_must_be_a_date_and_one_without_a_zone_is_read_as_utc_and_said(
     home: Home, tmp_path: Path
 ) -> None:
     source = tmp_path / "times.jsonl"
-    lines = [_line(1, time=0), _line(2, time=1_767_225_600), _line(3, time="2026-05-01T10:00:00"), _line(4)]
+    lines = [
+        _line(1, time=0),
+        _line(2, time=1_767_225_600),
+        _line(3, time="2026-05-01T10:00:00"),
+        _line(4),
+        _line(5, time="0"),
+        _line(6, time="1767225600.5"),
+        _line(7, time="0001-01-01T00:00:00+01:00"),  # before year 1 in UTC
+        _line(8, turn=20_000_000),
+        _line(9),  # the lines before do not stop the import
+    ]
     source.write_text("\n".join(lines) + "\n")
     result = home.mnemo("import", str(source), check=False)
-    assert "4 lines: 2 new episodes, 0 already present, 2 bad lines" in result.stdout
-    for number in (1, 2):
+    assert "9 lines: 3 new episodes, 0 already present, 6 bad lines" in result.stdout
+    for number in (1, 2, 5, 6):
         assert f"{source}:{number}: time: Value error, give an ISO 8601 date-time" in result.stderr
+    assert (
+        f"{source}:7: time: Value error, the time in UTC falls outside the years 1 to 9999" in result.stderr
+    )
+    assert f"{source}:8: turn: Input should be less than or equal to 10000000" in result.stderr
     assert f"{source}: 1 lines gave a time with no zone (first: line 3); read as UTC" in result.stderr
     stored = json.loads(home.mnemo("recall-episode", "imp-3", "--json").stdout)
     assert stored["episodes"][0]["episode"]["time"].startswith("2026-05-01T10:00:00")

@@ -20,19 +20,29 @@ the workspace its cwd is in.
 from __future__ import annotations
 
 import codecs
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Generic, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from mnemo import transcripts
 from mnemo.daemon.api import MAX_BODY_BYTES
 from mnemo.daemon.client import DaemonClient
-from mnemo.episodes import ID_PATTERN, AppendResult, EpisodeIn, EpisodeKind, Namespace, Role, clip_text
-from mnemo.errors import InputError, TooLargeError, validated_json
+from mnemo.episodes import (
+    ID_PATTERN,
+    MAX_TURN,
+    AppendResult,
+    EpisodeIn,
+    EpisodeKind,
+    Namespace,
+    Role,
+    clip_text,
+)
+from mnemo.errors import InputError, TooLargeError, describe_validation_error, validated_json
 from mnemo.workspace import workspace_namespace
 
 T = TypeVar("T")
@@ -41,10 +51,12 @@ DEFAULT_BATCH_LINES = 1_000
 # of any size travel (a line over the cap on its own is reported, not sent).
 MAX_BATCH_BYTES = MAX_BODY_BYTES // 4
 EPISODE_FIELDS_BYTES = 300  # what an episode's JSON adds to its text: field names, ids, the time
+_NUMBER = re.compile(r"[-+]?\d+(\.\d*)?([eE][-+]?\d+)?")
 
 
 def _iso_time(value: object) -> object:
-    if not isinstance(value, str):  # pydantic would read a number as seconds since 1970
+    # pydantic reads a number, or a string of digits, as seconds since 1970.
+    if not isinstance(value, str) or _NUMBER.fullmatch(value.strip()):
         raise ValueError("give an ISO 8601 date-time, e.g. 2026-05-01T10:00:00Z")
     return value
 
@@ -60,7 +72,7 @@ class ImportLine(BaseModel):
     text: Annotated[str, Field(min_length=1)]
     namespace: Namespace | None = None
     kind: EpisodeKind | None = None
-    turn: Annotated[int, Field(ge=0)] | None = None
+    turn: Annotated[int, Field(ge=0, le=MAX_TURN)] | None = None
 
     def to_episode(self) -> EpisodeIn:
         return EpisodeIn(
@@ -93,15 +105,19 @@ class ImportReport:
     first_zoneless: int = 0  # the first of them
 
 
-def parse_line(raw: bytes, line: int) -> ImportLine | LineError:
+def parse_line(raw: bytes, line: int) -> tuple[EpisodeIn, bool] | LineError:
+    """A line as the episode it gives, and whether its time had no zone; or why it gives none."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return LineError(line, f"not UTF-8 ({exc.reason} at byte {exc.start})")
     try:
-        return validated_json(ImportLine, text)
+        parsed = validated_json(ImportLine, text)
+        return parsed.to_episode(), parsed.time.tzinfo is None
     except InputError as exc:
         return LineError(line, str(exc))
+    except ValidationError as exc:  # what only the episode checks (a time out of range in UTC)
+        return LineError(line, describe_validation_error(exc))
 
 
 class _Batch(Generic[T]):
@@ -176,13 +192,14 @@ async def import_jsonl(
             if isinstance(parsed, LineError):
                 report.bad.append(parsed)
                 continue
-            if parsed.time.tzinfo is None:
+            episode, is_zoneless = parsed
+            if is_zoneless:
                 report.zoneless += 1
                 report.first_zoneless = report.first_zoneless or number
             size = len(raw) + EPISODE_FIELDS_BYTES
             if not batch.fits(size):
                 await flush()
-            batch.add((number, parsed.to_episode()), size)
+            batch.add((number, episode), size)
         if batch.items:
             await flush()
         elif on_progress is not None:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from mnemo.clock import as_stored
+from mnemo.jsonread import read_json
 
 TASK_NOTIFICATION = "<task-notification>"
 CLIENTS = ("claude-code", "codex")
@@ -152,8 +153,8 @@ def _lines(path: Path) -> Iterator[dict[str, Any]]:
         for line in f:
             if not line.strip():
                 continue
-            try:
-                item = json.loads(line)
+            try:  # as a host's JSON is read: lone surrogates repaired, what nests too deeply cut
+                item = read_json(line, cut_deeper=True)
             except ValueError:
                 continue  # a line cut short by a crash: the rest is still good
             if isinstance(item, dict):
@@ -271,7 +272,7 @@ def read_codex(path: Path) -> Transcript:
                     name = f"{payload['namespace']}__{name}"
                 if isinstance(arguments, str):
                     with contextlib.suppress(ValueError):  # not JSON: kept as the text it is
-                        arguments = json.loads(arguments)
+                        arguments = read_json(arguments, cut_deeper=True)
                 calls[str(payload.get("call_id") or "")] = (name, arguments)
             elif item_type in ("function_call_output", "custom_tool_call_output"):
                 key = str(payload.get("call_id") or "")
