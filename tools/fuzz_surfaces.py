@@ -1,0 +1,136 @@
+"""Fuzz what a host reaches — mnemo-mcp's stdin and the daemon's hook route — for a while, and
+print what happened: calls made, errors answered, crashes, hangs, foreign stdout lines.
+
+    uv run --frozen python tools/fuzz_surfaces.py --minutes 10
+
+The inputs are tests/fuzzing.py's hypothesis strategies (the same as tests/test_fuzz.py, which
+runs a bounded number in CI), drawn here in rounds of fresh random examples with no shrinking: a
+hang or a crash is counted, its input printed, and the server restarted. Half the time goes to
+each surface. Everything runs in a MNEMO_HOME of its own under /tmp, removed at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx2
+from hypothesis import HealthCheck, Phase, given, settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the strategies live with the tests
+from mnemo.config import Settings
+from mnemo.daemon.launcher import daemon_pid, ensure_daemon
+from tests.conftest import BIN, isolated_home
+from tests.fuzzing import Outcome, Tally, drive_mcp, hook_inputs, mcp_lines, post_hook
+from tests.mcp_wire import RawSession
+
+ROUND = settings(
+    max_examples=200,
+    deadline=None,
+    database=None,
+    phases=[Phase.generate],  # no shrinking: a failure is counted, not minimised
+    suppress_health_check=list(HealthCheck),
+)
+
+
+def run_rounds(seconds: float, one_round: Callable[[], None]) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        one_round()
+
+
+def fuzz_mcp(home_env: dict[str, str], stderr: Path, seconds: float, tally: Tally) -> None:
+    deadline = time.monotonic() + seconds
+    session = RawSession([str(BIN / "mnemo-mcp")], home_env, stderr)
+    session.initialize()
+
+    @ROUND
+    @given(line=mcp_lines())
+    def one_round(line: bytes) -> None:
+        nonlocal session
+        if time.monotonic() > deadline:
+            return
+        outcome, is_error = drive_mcp(session, line)
+        tally.count(outcome, line, is_error)
+        if outcome in (Outcome.HANG, Outcome.CRASH):
+            tally.foreign_stdout += len(session.foreign_lines())
+            session.close(timeout_s=5)
+            session = RawSession([str(BIN / "mnemo-mcp")], home_env, stderr)
+            session.initialize()
+
+    try:
+        run_rounds(seconds, one_round)
+    finally:
+        tally.foreign_stdout += len(session.foreign_lines())
+        session.close()
+
+
+def fuzz_hooks(home_settings: Settings, seconds: float, tally: Tally) -> None:
+    deadline = time.monotonic() + seconds
+    ensure_daemon(home_settings)
+    transport = httpx2.HTTPTransport(uds=str(home_settings.socket_path))
+    with httpx2.Client(transport=transport, base_url="http://mnemo") as http:
+
+        @ROUND
+        @given(sent=hook_inputs())
+        def one_round(sent: tuple[str, bytes]) -> None:
+            if time.monotonic() > deadline:
+                return
+            outcome, is_error = post_hook(http, *sent)
+            tally.count(outcome, sent[0].encode() + b" " + sent[1], is_error)
+            if outcome is Outcome.CRASH and daemon_pid(home_settings) is None:
+                ensure_daemon(home_settings)  # counted; the run goes on with a new daemon
+
+        run_rounds(seconds, one_round)
+
+
+def report(name: str, tally: Tally, seconds: float) -> dict[str, object]:
+    figures = {
+        "surface": name,
+        "seconds": round(seconds, 1),
+        "calls": tally.calls,
+        "answered": tally.answered,
+        "errors_answered": tally.errors,
+        "rightly_unanswered": tally.silent,
+        "crashes": tally.crashes,
+        "hangs": tally.hangs,
+        "answered_unowed": tally.wrong,
+        "foreign_stdout_lines": tally.foreign_stdout,
+    }
+    print(
+        f"{name:<10} {seconds:6.0f} s  calls {tally.calls:>7,}  answered {tally.answered:>7,} "
+        f"(errors {tally.errors:,})  unanswered by rule {tally.silent:,}  crashes {tally.crashes}  "
+        f"hangs {tally.hangs}  answered unowed {tally.wrong}  foreign stdout lines {tally.foreign_stdout}"
+    )
+    for example in tally.examples:
+        print(f"    {example}")
+    return figures
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--minutes", type=float, default=10.0, help="total time, split between the two")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    half_s = args.minutes * 60 / 2
+    mcp, hooks = Tally(), Tally()
+    with isolated_home() as home:
+        started = time.monotonic()
+        fuzz_mcp(home.env, home.path / "mcp.stderr", half_s, mcp)
+        mcp_s = time.monotonic() - started
+        started = time.monotonic()
+        fuzz_hooks(home.settings, half_s, hooks)
+        hooks_s = time.monotonic() - started
+        figures = [report("mnemo-mcp", mcp, mcp_s), report("hooks", hooks, hooks_s)]
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+    failed = sum(t.crashes + t.hangs + t.wrong + t.foreign_stdout for t in (mcp, hooks))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
