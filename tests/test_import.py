@@ -114,7 +114,9 @@ def test_an_id_stored_with_another_text_is_reported_per_line_in_a_batch_and_acro
     result = home.mnemo("import", str(first), check=False)
     assert result.returncode == 1
     assert "4 lines: 2 new episodes, 1 already present, 1 bad lines" in result.stdout
-    assert f"{first}:3: id 'imp-1' is stored already with another text" in result.stderr
+    assert (
+        f"{first}:3: id 'imp-1' is stored already with another text; episodes never change" in result.stderr
+    )
     again = tmp_path / "again.jsonl"
     again.write_text("\n".join([_line(2), _line(3), _line(2, text="changed since")]) + "\n")
     result = home.mnemo("import", str(again), "--batch-lines", "1", check=False)

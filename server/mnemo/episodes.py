@@ -108,6 +108,10 @@ class AppendResult(BaseModel):
 
     id: str | None = Field(description="The episode's id; null when it was refused.")
     is_new: bool = Field(description="False when an episode with this id was already stored.")
+    is_changed: bool = Field(
+        default=False,
+        description="The stored episode with this id has another text (it is kept: episodes never change).",
+    )
     error: str | None = Field(default=None, description="Why this episode was refused; nothing was stored.")
 
 

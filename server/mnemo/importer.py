@@ -7,14 +7,16 @@ Each line is a JSON object with ``id, session, time (ISO 8601), who, role, text`
 had none are counted for the summary). Lines are validated here and sent in batches of at most
 1,000 lines and 16 MB; a bad line is reported with its number and skipped while every good line
 is kept. Importing the same file again stores nothing new; a line whose id is stored already with
-another text is reported (episodes never change). A UTF-8 byte-order mark is skipped.
+another text is reported (episodes never change: the stored one stands). A UTF-8 byte-order mark
+is skipped.
 
 ``mnemo import --from claude-code|codex [PATH]``: backfill from Claude Code transcripts
 (``~/.claude/projects``) or Codex rollouts (``~/.codex/sessions``), read by
 :mod:`mnemo.transcripts` into the turns the hooks record live — prompt, tool results (mnemo's own
 excepted), final answer — with the same episode ids, so importing twice, or importing sessions
-the hooks already recorded, stores nothing twice. Each session's episodes go to the namespace of
-the workspace its cwd is in.
+the hooks already recorded, stores nothing twice (a tool's result may read differently in the
+transcript than in the hook's input: the episode the hook recorded stands). Each session's
+episodes go to the namespace of the workspace its cwd is in.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ DEFAULT_BATCH_LINES = 1_000
 # of any size travel (a line over the cap on its own is reported, not sent).
 MAX_BATCH_BYTES = MAX_BODY_BYTES // 4
 EPISODE_FIELDS_BYTES = 300  # what an episode's JSON adds to its text: field names, ids, the time
+CHANGED = "stored already with another text; episodes never change, so this line was not stored"
 _NUMBER = re.compile(r"[-+]?\d+(\.\d*)?([eE][-+]?\d+)?")
 
 
@@ -173,6 +176,8 @@ async def import_jsonl(
         for (line, _), result in zip(sent, await _append(client, [e for _, e in sent]), strict=True):
             if result.error is not None:
                 report.bad.append(LineError(line, result.error))
+            elif result.is_changed:  # a file's id names one episode: another text is a mistake
+                report.bad.append(LineError(line, f"id {result.id!r} is {CHANGED}"))
             elif result.is_new:
                 report.new += 1
             else:

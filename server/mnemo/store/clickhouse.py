@@ -207,8 +207,9 @@ class ClickHouseStore(DistillTables, UsageTables, CuratedTables):
     # -- episodes ------------------------------------------------------------------------------
 
     def append_episodes(self, episodes: Sequence[Episode]) -> list[AppendResult]:
-        """Store the episodes whose ids are not stored yet, in one insert; report which were new.
-        An id stored already with another text is refused (episodes never change), with why."""
+        """Store the episodes whose ids are not stored yet, in one insert; report which were new,
+        and which ids are stored already with another text (kept as stored: episodes never
+        change; whether that is an error is the caller's to say)."""
         if not episodes:
             return []
         ids = [e.id for e in episodes]
@@ -227,11 +228,8 @@ class ClickHouseStore(DistillTables, UsageTables, CuratedTables):
                 digests[episode.id] = digest
                 results.append(AppendResult(id=episode.id, is_new=True))
                 rows.append([getattr(episode, c) for c in EPISODE_COLUMNS])
-            elif stored == digest:
-                results.append(AppendResult(id=episode.id, is_new=False))
             else:
-                error = f"id {episode.id!r} is stored already with another text; episodes never change"
-                results.append(AppendResult(id=episode.id, is_new=False, error=error))
+                results.append(AppendResult(id=episode.id, is_new=False, is_changed=stored != digest))
         if rows:
             with self._translated(f"inserting {len(rows)} episodes"):
                 self._client.insert("episodes", rows, column_names=list(EPISODE_COLUMNS))
