@@ -154,3 +154,43 @@ def test_a_time_must_be_a_date_and_one_without_a_zone_is_read_as_utc_and_said(
     stored = json.loads(home.mnemo("recall-episode", "imp-3", "--json").stdout)
     assert stored["episodes"][0]["episode"]["time"].startswith("2026-05-01T10:00:00")
     assert stored["episodes"][0]["episode"]["time"].endswith(("Z", "+00:00"))
+
+
+def _turns(home: Home, session: str) -> dict[str, int | None]:
+    found = json.loads(home.mnemo("recall-episode", "--session", session, "--limit", "200", "--json").stdout)
+    return {hit["episode"]["id"]: hit["episode"]["turn"] for hit in found["episodes"]}
+
+
+def test_lines_without_a_turn_are_numbered_by_time_then_line_after_the_sessions_turns(
+    home: Home, tmp_path: Path
+) -> None:
+    home = home.with_env(MNEMO_EMBEDDER="none")  # recall by words alone: candidates are exact
+    source = tmp_path / "chat.jsonl"
+    lines = [
+        _line(1, id="late", session="chat", time="2026-05-01T10:05:00Z", text="See you at the retro."),
+        _line(2, id="answer", session="chat", time="2026-05-01T10:01:00Z", text="It is called Bluebird."),
+        _line(3, id="ask", session="chat", time="2026-05-01T10:00:00Z", text="What is staging called?"),
+        _line(4, id="thanks", session="chat", time="2026-05-01T10:01:00Z", text="Thanks, noted."),
+        _line(5, id="given-7", session="mixed", turn=7, text="Seven."),
+        _line(6, id="unnumbered", session="mixed", time="2026-05-01T09:00:00Z", text="Early."),
+        _line(7, id="given-5", session="mixed", turn=5, text="Five."),
+        _line(8, id="answer", session="chat", time="2026-05-01T09:00:00Z", text="It is called Bluebird."),
+    ]
+    source.write_text("\n".join(lines) + "\n")
+    assert "8 lines: 7 new episodes, 1 already present" in home.mnemo("import", str(source)).stdout
+    # By time; "answer" and "thanks" share one, so the earlier line first; a repeated id is one episode.
+    chat = {"ask": 0, "answer": 1, "thanks": 2, "late": 3}
+    assert _turns(home, "chat") == chat
+    # Given turns stand; the line without one follows the highest, whatever its time.
+    assert _turns(home, "mixed") == {"given-5": 5, "given-7": 7, "unnumbered": 8}
+    assert "8 lines: 0 new episodes, 8 already present" in home.mnemo("import", str(source)).stdout
+    assert _turns(home, "chat") == chat
+    more = tmp_path / "more.jsonl"  # the session again, later: after what is stored
+    more.write_text(_line(9, id="more", session="chat", time="2026-05-01T09:30:00Z", text="And prod?") + "\n")
+    assert "1 lines: 1 new episodes" in home.mnemo("import", str(more)).stdout
+    assert _turns(home, "chat") == {**chat, "more": 4}
+    # Recall reads the turns: the question and the thanks are found beside the answer that matched.
+    found = json.loads(home.mnemo("recall", "Bluebird", "--explain", "--json").stdout)["episodes"]
+    context = {hit["episode"]["id"]: hit["explain"]["context"] for hit in found}
+    assert context["answer"] == 0.0 and context["ask"] > 0 and context["thanks"] > 0
+    assert set(context) == {"answer", "ask", "thanks"}
