@@ -181,11 +181,20 @@ def test_a_restarted_daemon_rebuilds_the_index_and_reuses_stored_vectors(home: H
 
 
 def _embeddings_written_at(home: Home, model: str) -> dict[tuple[str, int], datetime]:
+    """When each (owner, part) vector of ``model`` was written (a recomputed one is newer)."""
     store = open_store(home.settings.store)
     try:
-        return store.embeddings_written_at(model)
+        rows = store._db.current_rows(
+            "embeddings",
+            ("owner", "part", "created_at"),
+            "model = {m:String}",
+            {"m": model},
+            "owner, part",
+            100_000,
+        )
     finally:
         store.close()
+    return {(owner, int(part)): created for owner, part, created in rows}
 
 
 def test_cli_recall_explain_shows_each_component_of_each_score(home: Home) -> None:

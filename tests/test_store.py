@@ -40,7 +40,7 @@ def test_migrations_are_recorded_once_and_reopening_applies_nothing(tmp_path: Pa
     again = open_store(dsn)
     try:
         assert again.migrate() == MIGRATIONS[-1].version
-        rows = again._client.query("SELECT count() FROM mnemo_schema_versions").result_rows
+        rows = again._db.query("SELECT count() FROM mnemo_schema_versions").result_rows
         assert rows == [(len(MIGRATIONS),)]
     finally:
         again.close()

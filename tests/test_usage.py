@@ -4,6 +4,7 @@ real store, index and embedder, a scripted model over HTTP, and a clock the test
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,13 +15,15 @@ from typing import Any
 import anyio
 import pytest
 
+from mnemo.clock import as_stored
 from mnemo.daemon.hooks import HookService
 from mnemo.daemon.service import MemoryService
 from mnemo.embed import load_embedder
 from mnemo.memories import MemoryType, RememberRequest
 from mnemo.recall import RecallRequest
 from mnemo.secrets import SecretRedactor
-from mnemo.store import open_store
+from mnemo.store import ClickHouseStore, open_store
+from mnemo.store.usage import SessionRow, VerdictRow
 from mnemo.usage.audit import UNUSED_BELOW, USED_AT, verdict_of
 from mnemo.usage.budget import estimate_tokens
 from mnemo.usage.stats import render_html
@@ -76,6 +79,29 @@ async def _audited(hooks: HookService, count: int) -> None:
             await anyio.sleep(0.02)
 
 
+def _verdicts(store: ClickHouseStore, session: str) -> list[VerdictRow]:
+    """The verdicts stored for ``session``, in turn order, read from their table (production reads
+    only their sums, so the store has no reader for the rows)."""
+    columns = [f.name for f in dataclasses.fields(VerdictRow)]
+    rows = store._db.current_rows(
+        "usage_verdicts", columns, "session = {s:String}", {"s": session}, "turn, memory", 1_000
+    )
+    found = []
+    for row in rows:
+        values = dict(zip(columns, row, strict=True))
+        found.append(
+            VerdictRow(
+                **{**values, "at": as_stored(values["at"]), "probability": float(values["probability"])}
+            )
+        )
+    return found
+
+
+def _session_row(store: ClickHouseStore, session: str) -> SessionRow | None:
+    row, _ = store.session_state(session)
+    return row
+
+
 def _script(server: LLMServer) -> None:
     # "Did the ANSWER use the MEMORY?" A) yes B) no — the answer text decides.
     server.answer(contains="ANSWER: Tuesday", choices={"A": 0.30, "B": 0.70})  # used (≥ 0.08)
@@ -106,7 +132,7 @@ async def test_a_cited_memory_is_used_an_unrelated_answer_clearly_unused(
         block = await _turn(hooks, "s-3", "which day do we deploy?", "maybe later")
         block = await _turn(hooks, "s-4", "which day do we deploy?", "Tuesday, I think")
         await _audited(hooks, 4)
-        verdicts = {s: hooks.store.verdicts(s) for s in ("s-1", "s-2", "s-3", "s-4")}
+        verdicts = {s: _verdicts(hooks.store, s) for s in ("s-1", "s-2", "s-3", "s-4")}
     assert [(v.verdict, v.method) for v in verdicts["s-1"]] == [("used", "citation")]
     [unused] = verdicts["s-2"]
     assert (unused.verdict, unused.method, unused.memory, unused.turn) == ("unused", "logprobs", deploy.id, 1)
@@ -175,8 +201,8 @@ async def test_without_a_model_verdicts_come_from_citations_alone(home: Home) ->
         for n in range(7):
             await _turn(hooks, f"s-{n}", "which day do we deploy?", "unrelated")
         await _audited(hooks, 8)
-        verdicts = [v for n in range(7) for v in hooks.store.verdicts(f"s-{n}")]
-        assert [(v.verdict, v.method) for v in hooks.store.verdicts("s-a")] == [("used", "citation")]
+        verdicts = [v for n in range(7) for v in _verdicts(hooks.store, f"s-{n}")]
+        assert [(v.verdict, v.method) for v in _verdicts(hooks.store, "s-a")] == [("used", "citation")]
         assert {(v.verdict, v.method) for v in verdicts} == {("unclear", "no-model")}
 
 
@@ -249,8 +275,8 @@ async def test_an_endpoint_without_logprobs_says_used_or_unclear_never_clearly_u
         for n in range(7):
             await _turn(hooks, f"s-no-{n}", "which day do we deploy?", "unrelated work")
         await _audited(hooks, 8)
-        [yes] = hooks.store.verdicts("s-yes")
-        noes = [v for n in range(7) for v in hooks.store.verdicts(f"s-no-{n}")]
+        [yes] = _verdicts(hooks.store, "s-yes")
+        noes = [v for n in range(7) for v in _verdicts(hooks.store, f"s-no-{n}")]
         block = await _turn(hooks, "s-after", "which day do we deploy?", "unrelated")
     assert (yes.verdict, yes.method) == ("used", "answer")
     assert {(v.verdict, v.method) for v in noes} == {("unclear", "answer")}
@@ -296,7 +322,7 @@ async def test_session_end_marks_the_session_ended(home: Home) -> None:
         clock.now += timedelta(minutes=5)
         await hooks.handle("SessionEnd", _input("s-end", reason="prompt_input_exit"), "")
         with anyio.fail_after(10):
-            while (row := hooks.store.get_session("s-end")) is None or row.ended_at is None:
+            while (row := _session_row(hooks.store, "s-end")) is None or row.ended_at is None:
                 await anyio.sleep(0.05)
     assert (row.started_at, row.ended_at, row.end_reason) == (
         datetime(2026, 3, 2, 9, 0, tzinfo=UTC),

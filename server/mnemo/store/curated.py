@@ -1,31 +1,24 @@
 """The curated sets of ``keep``: every version of each set, the newest being the set.
 
-A mixin of :class:`~mnemo.store.clickhouse.ClickHouseStore`. A set is small (at most 2,200
-characters), so each edit writes the whole set as a new version; older versions stay as its
-history. The daemon serialises edits of one set, so versions never collide.
+A set is small (at most 2,200 characters), so each edit writes the whole set as a new version;
+older versions stay as its history. The daemon serialises edits of one set, so versions never
+collide.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Any
 
 from mnemo.clock import as_stored
+from mnemo.store.connection import Tables
 
 
-class CuratedTables:
-    _client: Any
-
-    # Provided by ClickHouseStore.
-    def _translated(self, action: str) -> AbstractContextManager[None]:
-        raise NotImplementedError
-
+class CuratedTables(Tables):
     def kept(self, owner: str) -> tuple[list[str], int]:
         """The set of ``owner`` (``workspace:…`` or ``person:…``) and its version (0: never written)."""
-        with self._translated("reading a curated set"):
-            rows = self._client.query(
+        with self._db.translated("reading a curated set"):
+            rows = self._db.query(
                 "SELECT entries, version FROM kept WHERE owner = {o:String} ORDER BY version DESC LIMIT 1",
                 parameters={"o": owner},
             ).result_rows
@@ -36,8 +29,8 @@ class CuratedTables:
     def put_kept(
         self, owner: str, version: int, entries: Sequence[str], action: str, by: str, at: datetime
     ) -> None:
-        with self._translated("writing a curated set"):
-            self._client.insert(
+        with self._db.translated("writing a curated set"):
+            self._db.insert(
                 "kept",
                 [[owner, version, list(entries), action, by, as_stored(at)]],
                 column_names=["owner", "version", "entries", "action", "by", "at"],

@@ -1,21 +1,22 @@
 """The writer's tables: distillation batches (with each session's cursor), the judge log, the lease.
 
-A mixin of :class:`~mnemo.store.clickhouse.ClickHouseStore`, kept apart because only the writer
-uses it. Episodes are taken in arrival order — (received_at, id) — so an episode that arrives
-late with an old timestamp (an import) is still distilled.
+Kept apart from the other tables because only the writer uses them. Episodes are taken in arrival
+order — (received_at, id) — so an episode that arrives late with an old timestamp (an import) is
+still distilled.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from dataclasses import astuple, dataclass, fields
 from datetime import datetime
 from typing import Any, Literal
 
 from mnemo.clock import as_stored
 from mnemo.episodes import Episode
+from mnemo.store.connection import Tables
+from mnemo.store.episodes import read_episodes
 
 BatchStatus = Literal["started", "done", "failed"]
 FINISHED = ("done", "failed")
@@ -67,20 +68,11 @@ _BATCH_COLUMNS = tuple(f.name for f in fields(Batch))
 _JUDGE_COLUMNS = tuple(f.name for f in fields(JudgeLogRow))
 
 
-class DistillTables:
-    _client: Any
-
-    # Provided by ClickHouseStore.
-    def _translated(self, action: str) -> AbstractContextManager[None]:
-        raise NotImplementedError
-
-    def _episodes(self, where: str, parameters: dict[str, Any], order: str, limit: int) -> list[Episode]:
-        raise NotImplementedError
-
+class DistillTables(Tables):
     def put_batch(self, batch: Batch, now: datetime) -> None:
         row = [*astuple(batch)[:-1], as_stored(now)]
-        with self._translated("recording a distillation batch"):
-            self._client.insert(
+        with self._db.translated("recording a distillation batch"):
+            self._db.insert(
                 "distill_batches", [[*row, time.time_ns()]], column_names=[*_BATCH_COLUMNS, "version"]
             )
 
@@ -89,8 +81,8 @@ class DistillTables:
             f"SELECT {', '.join(_BATCH_COLUMNS)} FROM distill_batches FINAL WHERE {where} "
             f"ORDER BY {order} LIMIT {limit:d}"
         )
-        with self._translated("reading distillation batches"):
-            rows = self._client.query(sql, parameters=parameters).result_rows
+        with self._db.translated("reading distillation batches"):
+            rows = self._db.query(sql, parameters=parameters).result_rows
         found = []
         for row in rows:
             values: dict[str, Any] = dict(zip(_BATCH_COLUMNS, row, strict=True))
@@ -109,8 +101,8 @@ class DistillTables:
     def failed_summary(self) -> tuple[int, str]:
         """How many batches failed, and the newest one's error."""
         sql = "SELECT count(), argMax(error, updated_at) FROM distill_batches FINAL WHERE status = 'failed'"
-        with self._translated("counting failed batches"):
-            count, latest = self._client.query(sql).result_rows[0]
+        with self._db.translated("counting failed batches"):
+            count, latest = self._db.query(sql).result_rows[0]
         return int(count), str(latest)
 
     def session_cursor(self, session: str) -> tuple[datetime, str] | None:
@@ -130,7 +122,7 @@ class DistillTables:
         if after is not None:
             where += " AND (received_at, id) > ({received:DateTime64(3, 'UTC')}, {id:String})"
             parameters |= {"received": after[0], "id": after[1]}
-        return self._episodes(where, parameters, "received_at, id", limit)
+        return read_episodes(self._db, where, parameters, "received_at, id", limit)
 
     def episodes_between(
         self, session: str, first: tuple[datetime, str], last: tuple[datetime, str]
@@ -148,7 +140,7 @@ class DistillTables:
             "last_at": last[0],
             "last_id": last[1],
         }
-        return self._episodes(where, parameters, "received_at, id", 100_000)
+        return read_episodes(self._db, where, parameters, "received_at, id", 100_000)
 
     def sessions_waiting(self, idle_before: datetime) -> list[str]:
         """Sessions quiet since ``idle_before`` that have episodes past their cursor."""
@@ -165,14 +157,14 @@ class DistillTables:
             WHERE b.session = '' OR e.last > b.done
             ORDER BY e.last.1
         """
-        with self._translated("finding sessions to distil"):
-            rows = self._client.query(sql, parameters={"idle_before": as_stored(idle_before)}).result_rows
+        with self._db.translated("finding sessions to distil"):
+            rows = self._db.query(sql, parameters={"idle_before": as_stored(idle_before)}).result_rows
         return [str(row[0]) for row in rows]
 
     def batch_applied(self, batch_id: str) -> bool:
         """Whether any memory row written by this batch is stored (they go in one insert)."""
-        with self._translated("checking a distillation batch"):
-            found = self._client.command(
+        with self._db.translated("checking a distillation batch"):
+            found = self._db.command(
                 "SELECT count() FROM memories WHERE distill_batch = {id:String}", parameters={"id": batch_id}
             )
         return int(found) > 0
@@ -180,8 +172,8 @@ class DistillTables:
     def put_judge_log(self, rows: Sequence[JudgeLogRow]) -> None:
         if not rows:
             return
-        with self._translated("writing the judge log"):
-            self._client.insert("judge_log", [astuple(r) for r in rows], column_names=list(_JUDGE_COLUMNS))
+        with self._db.translated("writing the judge log"):
+            self._db.insert("judge_log", [astuple(r) for r in rows], column_names=list(_JUDGE_COLUMNS))
 
     def judge_log(self, limit: int, session: str | None = None) -> list[JudgeLogRow]:
         where = "session = {session:String}" if session else "1"
@@ -189,8 +181,8 @@ class DistillTables:
             f"SELECT {', '.join(_JUDGE_COLUMNS)} FROM judge_log FINAL WHERE {where} "
             f"ORDER BY at DESC, batch, seq DESC LIMIT {limit:d}"
         )
-        with self._translated("reading the judge log"):
-            rows = self._client.query(sql, parameters={"session": session or ""}).result_rows
+        with self._db.translated("reading the judge log"):
+            rows = self._db.query(sql, parameters={"session": session or ""}).result_rows
         found = []
         for row in rows:
             values = dict(zip(_JUDGE_COLUMNS, row, strict=True))
@@ -206,16 +198,16 @@ class DistillTables:
             "SELECT holder, token, expires_at FROM writer_lease FINAL WHERE name = {name:String} "
             "ORDER BY version DESC LIMIT 1"
         )
-        with self._translated("reading the writer lease"):
-            rows = self._client.query(sql, parameters={"name": name}).result_rows
+        with self._db.translated("reading the writer lease"):
+            rows = self._db.query(sql, parameters={"name": name}).result_rows
         if not rows:
             return None
         holder, token, expires_at = rows[0]
         return Lease(str(holder), int(token), as_stored(expires_at))
 
     def write_lease(self, name: str, lease: Lease) -> None:
-        with self._translated("writing the writer lease"):
-            self._client.insert(
+        with self._db.translated("writing the writer lease"):
+            self._db.insert(
                 "writer_lease",
                 [[name, lease.holder, lease.token, as_stored(lease.expires_at), time.time_ns()]],
                 column_names=["name", "holder", "token", "expires_at", "version"],

@@ -1,26 +1,21 @@
 """The hooks' tables: sessions, what was injected into them, and whether it was used.
 
-A mixin of :class:`~mnemo.store.clickhouse.ClickHouseStore`. Rows are facts that are never
-updated in place: a session's end is a newer version of its row; an injection or a verdict
-written twice (a retried hook, a redone audit) folds into one by its key.
+Rows are facts that are never updated in place: a session's end is a newer version of its row;
+an injection or a verdict written twice (a retried hook, a redone audit) folds into one by its key.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from dataclasses import astuple, dataclass, fields
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Literal
 
 from mnemo.clock import as_stored
+from mnemo.store.connection import Tables
 
 Verdict = Literal["used", "unused", "unclear"]
-# A memory clearly unused this many times within SUPPRESS_DAYS, and never used, is no longer
-# injected for that person (DESIGN §7).
-SUPPRESS_AFTER = 6
-SUPPRESS_DAYS = 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,23 +71,17 @@ _INJECTION_COLUMNS = tuple(f.name for f in fields(InjectionRow))
 _VERDICT_COLUMNS = tuple(f.name for f in fields(VerdictRow))
 
 
-class UsageTables:
-    _client: Any
-
-    # Provided by ClickHouseStore.
-    def _translated(self, action: str) -> AbstractContextManager[None]:
-        raise NotImplementedError
-
+class UsageTables(Tables):
     def put_session(self, row: SessionRow) -> None:
-        with self._translated("recording a session"):
-            self._client.insert(
+        with self._db.translated("recording a session"):
+            self._db.insert(
                 "sessions", [[*astuple(row), time.time_ns()]], column_names=[*_SESSION_COLUMNS, "version"]
             )
 
     def _sessions(self, where: str, parameters: dict[str, Any], order: str) -> list[SessionRow]:
         sql = f"SELECT {', '.join(_SESSION_COLUMNS)} FROM sessions FINAL WHERE {where} ORDER BY {order}"
-        with self._translated("reading sessions"):
-            rows = self._client.query(sql, parameters=parameters).result_rows
+        with self._db.translated("reading sessions"):
+            rows = self._db.query(sql, parameters=parameters).result_rows
         found = []
         for row in rows:
             values = dict(zip(_SESSION_COLUMNS, row, strict=True))
@@ -101,22 +90,19 @@ class UsageTables:
             found.append(SessionRow(**values))
         return found
 
-    def get_session(self, session: str) -> SessionRow | None:
-        found = self._sessions("id = {id:String}", {"id": session}, "id")
-        return found[0] if found else None
-
     def session_state(self, session: str) -> tuple[SessionRow | None, SessionHistory]:
         """The session's row and history: what a daemon needs to pick a session up."""
-        return self.get_session(session), self.session_history(session)
+        found = self._sessions("id = {id:String}", {"id": session}, "id")
+        return (found[0] if found else None), self._session_history(session)
 
-    def session_history(self, session: str) -> SessionHistory:
-        with self._translated("reading a session's history"):
-            turn, ids, last_prompt, answered = self._client.query(
+    def _session_history(self, session: str) -> SessionHistory:
+        with self._db.translated("reading a session's history"):
+            turn, ids, last_prompt, answered = self._db.query(
                 "SELECT max(turn), groupUniqArray(id), argMaxIf(text, turn, kind = 'prompt'), "
                 "maxIf(turn, kind = 'response') FROM episodes WHERE session = {s:String}",
                 parameters={"s": session},
             ).result_rows[0]
-            rows = self._client.query(
+            rows = self._db.query(
                 f"SELECT {', '.join(_INJECTION_COLUMNS)} FROM injections FINAL "
                 "WHERE session = {s:String} ORDER BY block, memory",
                 parameters={"s": session},
@@ -130,8 +116,8 @@ class UsageTables:
         """Which of ``episode_ids`` were recorded in ``session``."""
         if not episode_ids:
             return set()
-        with self._translated("reading episodes' sessions"):
-            rows = self._client.query(
+        with self._db.translated("reading episodes' sessions"):
+            rows = self._db.query(
                 "SELECT DISTINCT id FROM episodes WHERE id IN {ids:Array(String)} AND session = {s:String}",
                 parameters={"ids": list(episode_ids), "s": session},
             ).result_rows
@@ -139,43 +125,29 @@ class UsageTables:
 
     def put_injections(self, rows: Sequence[InjectionRow]) -> None:
         if rows:
-            with self._translated("recording an injection"):
-                self._client.insert(
+            with self._db.translated("recording an injection"):
+                self._db.insert(
                     "injections", [astuple(r) for r in rows], column_names=list(_INJECTION_COLUMNS)
                 )
 
     def put_verdicts(self, rows: Sequence[VerdictRow]) -> None:
         if rows:
-            with self._translated("recording usage verdicts"):
-                self._client.insert(
+            with self._db.translated("recording usage verdicts"):
+                self._db.insert(
                     "usage_verdicts", [astuple(r) for r in rows], column_names=list(_VERDICT_COLUMNS)
                 )
 
-    def verdicts(self, session: str) -> list[VerdictRow]:
-        sql = (
-            f"SELECT {', '.join(_VERDICT_COLUMNS)} FROM usage_verdicts FINAL "
-            "WHERE session = {s:String} ORDER BY turn, memory"
-        )
-        with self._translated("reading usage verdicts"):
-            rows = self._client.query(sql, parameters={"s": session}).result_rows
-        found = []
-        for row in rows:
-            values = dict(zip(_VERDICT_COLUMNS, row, strict=True))
-            values["at"] = as_stored(values["at"])
-            values["probability"] = float(values["probability"])
-            found.append(VerdictRow(**values))
-        return found
-
-    def suppressed(self, person: str, now: datetime) -> set[str]:
-        """Memories clearly unused SUPPRESS_AFTER times in SUPPRESS_DAYS days for ``person``, never used."""
+    def clearly_unused(self, person: str, *, since: datetime, times: int) -> set[str]:
+        """Memories ``person`` never used that were clearly unused ``times`` times or more since
+        ``since`` (the suppression policy, :mod:`mnemo.usage.suppression`, says how many and how
+        long)."""
         sql = f"""
             SELECT memory FROM usage_verdicts FINAL WHERE person = {{p:String}} GROUP BY memory
             HAVING countIf(verdict = 'used') = 0
-               AND countIf(verdict = 'unused' AND at >= {{since:DateTime64(3, 'UTC')}}) >= {SUPPRESS_AFTER:d}
+               AND countIf(verdict = 'unused' AND at >= {{since:DateTime64(3, 'UTC')}}) >= {times:d}
         """
-        since = as_stored(now) - timedelta(days=SUPPRESS_DAYS)
-        with self._translated("reading suppressed memories"):
-            rows = self._client.query(sql, parameters={"p": person, "since": since}).result_rows
+        with self._db.translated("reading suppressed memories"):
+            rows = self._db.query(sql, parameters={"p": person, "since": as_stored(since)}).result_rows
         return {str(row[0]) for row in rows}
 
     def usage_by_day(
@@ -200,8 +172,8 @@ class UsageTables:
                 FROM usage_verdicts FINAL WHERE {window} GROUP BY day
             ) GROUP BY day ORDER BY day
         """
-        with self._translated("reading usage by day"):
-            rows = self._client.query(sql, parameters=parameters).result_rows
+        with self._db.translated("reading usage by day"):
+            rows = self._db.query(sql, parameters=parameters).result_rows
         return [(r[0], *(int(v) for v in r[1:])) for r in rows]
 
     def injected_tokens(self, sessions: Sequence[str]) -> dict[str, int]:
@@ -212,8 +184,8 @@ class UsageTables:
             "SELECT session, sum(tokens) FROM injections FINAL "
             "WHERE session IN {s:Array(String)} GROUP BY session"
         )
-        with self._translated("reading injected tokens"):
-            rows = self._client.query(sql, parameters={"s": list(sessions)}).result_rows
+        with self._db.translated("reading injected tokens"):
+            rows = self._db.query(sql, parameters={"s": list(sessions)}).result_rows
         return {str(session): int(tokens) for session, tokens in rows}
 
     def sessions_between(self, person: str, since: datetime, until: datetime) -> list[SessionRow]:
@@ -231,6 +203,6 @@ class UsageTables:
             "SELECT memory, count() FROM usage_verdicts FINAL "
             "WHERE person = {p:String} AND verdict = 'used' GROUP BY memory"
         )
-        with self._translated("counting memory uses"):
-            rows = self._client.query(sql, parameters={"p": person}).result_rows
+        with self._db.translated("counting memory uses"):
+            rows = self._db.query(sql, parameters={"p": person}).result_rows
         return {str(m): int(n) for m, n in rows}

@@ -5,7 +5,7 @@
   every model call in those sessions (cached ones included), read from the hosts' transcripts
   (:mod:`mnemo.transcripts`); sessions whose transcript is gone are left out of the share;
 - verdicts: used, clearly unused, unclear (:mod:`mnemo.usage.audit`);
-- memories suppressed for the person (clearly unused 6 times in 30 days, never used);
+- memories suppressed for the person (:mod:`mnemo.usage.suppression`);
 - per day, for the chart (:func:`render_html`): memories injected, used, clearly unused.
 """
 
@@ -17,12 +17,13 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from mnemo.store import ClickHouseStore
-    from mnemo.store.usage import SessionRow
-
 from mnemo import transcripts
 from mnemo.daemon.api import Stats, StatsDay
+from mnemo.usage import suppression
+
+if TYPE_CHECKING:
+    from mnemo.store import Store
+    from mnemo.store.usage import SessionRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +34,7 @@ class StoreFigures:
     suppressed: list[str]
 
 
-def from_store(store: ClickHouseStore, person: str, since: datetime, until: datetime) -> StoreFigures:
+def from_store(store: Store, person: str, since: datetime, until: datetime) -> StoreFigures:
     """The store's part (run where store calls run, one at a time)."""
     days = [
         StatsDay(day=d, injected=i, tokens=t, sessions=s, used=u, unused=n, unclear=c)
@@ -41,7 +42,7 @@ def from_store(store: ClickHouseStore, person: str, since: datetime, until: date
     ]
     sessions = store.sessions_between(person, since, until)
     injected = store.injected_tokens([s.id for s in sessions])
-    return StoreFigures(days, sessions, injected, sorted(store.suppressed(person, until)))
+    return StoreFigures(days, sessions, injected, sorted(suppression.suppressed(store, person, until)))
 
 
 def gather(figures: StoreFigures, person: str, since: datetime, until: datetime) -> Stats:

@@ -1,0 +1,82 @@
+"""The store's one connection: clickhouse-connect calls made one at a time, errors made StoreErrors.
+
+Every group of tables (:mod:`~mnemo.store.episodes`, :mod:`~mnemo.store.memories`, …) is a
+:class:`Tables` over the same :class:`Connection`; :class:`~mnemo.store.clickhouse.ClickHouseStore`
+is all of them together.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from clickhouse_connect.driver.exceptions import ClickHouseError
+
+from mnemo.errors import StoreError
+
+logger = logging.getLogger(__name__)
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+class Connection:
+    """A clickhouse-connect client whose calls run one at a time: the daemon's event loop, its
+    embedding and the writer's thread all use the one connection, and a chDB session is not made
+    for concurrent queries."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self._lock = threading.RLock()
+
+    def query(self, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return self._client.query(*args, **kwargs)
+
+    def command(self, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return self._client.command(*args, **kwargs)
+
+    def insert(self, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return self._client.insert(*args, **kwargs)
+
+    def close(self) -> None:
+        with self._lock:
+            self._client.close()
+
+    @contextmanager
+    def translated(self, action: str) -> Iterator[None]:
+        """ClickHouse's errors inside the block become a StoreError saying what was being done."""
+        try:
+            yield
+        except ClickHouseError as exc:
+            logger.warning("store error while %s: %s", action, exc)
+            raise StoreError(f"the store failed while {action}: {first_line(exc)}") from None
+
+    def current_rows(
+        self,
+        table: str,
+        columns: Sequence[str],
+        where: str,
+        parameters: dict[str, Any],
+        order: str,
+        limit: int,
+    ) -> list[Sequence[Any]]:
+        """Rows of ``table`` as of now (FINAL folds versions and re-sent duplicates)."""
+        sql = f"SELECT {', '.join(columns)} FROM {table} FINAL WHERE {where} ORDER BY {order} LIMIT {limit:d}"
+        with self.translated(f"reading {table}"):
+            rows: list[Sequence[Any]] = self.query(sql, parameters=parameters).result_rows
+        return rows
+
+
+class Tables:
+    """A group of the store's tables, over the store's one connection."""
+
+    def __init__(self, db: Connection) -> None:
+        self._db = db

@@ -1,0 +1,109 @@
+"""The memories table: every version of every memory, the newest being the memory as it stands."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from mnemo.clock import as_stored
+from mnemo.memories import Memory
+from mnemo.store.connection import Tables
+
+# Memory model field → column, where the names differ (SQL keywords and reserved-looking names).
+_MEMORY_RENAMES = {"when": "when_text", "where": "where_text"}
+MEMORY_FIELDS = tuple(Memory.model_fields)
+MEMORY_COLUMNS = tuple(_MEMORY_RENAMES.get(f, f) for f in MEMORY_FIELDS)
+_ENTITIES, _TYPE, _STATUS, _ORIGIN = (
+    MEMORY_FIELDS.index(f) for f in ("entities", "type", "status", "origin")
+)
+
+
+def _memory_from_row(row: Sequence[Any]) -> Memory:
+    values = dict(zip(MEMORY_FIELDS, row, strict=True))
+    # Named tuples come back as dicts from some backends and as tuples from others; dicts let
+    # pydantic validate the EntityRefs in the same pass as the memory, not one by one after it.
+    values["entities"] = [
+        e if isinstance(e, dict) else {"name": e[0], "role": e[1]} for e in values["entities"]
+    ]
+    return Memory.model_validate(values)
+
+
+class MemoryTables(Tables):
+    def put_memory(self, memory: Memory) -> None:
+        """Insert a version of a memory (the first, or the next one: callers raise ``version``)."""
+        self.put_memories([memory])
+
+    def put_memories(self, memories: Sequence[Memory], *, batch: str = "") -> None:
+        """Insert memory versions in one insert (bulk loads, benchmarks, the writer's batches:
+        ``batch`` marks every row with the distillation batch that wrote it)."""
+        extra = {
+            "injections": 0,
+            "uses": 0,
+            "non_uses": 0,
+            "is_suppressed": False,
+            # Unused since migration 2 (vectors live in `embeddings`, per model).
+            "embedding": b"",
+            "distill_batch": batch,
+        }
+        rows = []
+        for memory in memories:
+            row = [getattr(memory, f) for f in MEMORY_FIELDS]
+            row[_ENTITIES] = [(e.name, e.role) for e in memory.entities]
+            row[_TYPE] = memory.type.value
+            row[_STATUS] = memory.status.value
+            row[_ORIGIN] = memory.origin.value
+            rows.append(row + list(extra.values()))
+        what = f"memory {memories[0].id}" if len(memories) == 1 else f"{len(memories)} memories"
+        with self._db.translated(f"writing {what}"):
+            self._db.insert("memories", rows, column_names=[*MEMORY_COLUMNS, *extra])
+
+    def _memories(
+        self, where: str, parameters: dict[str, Any], limit: int, order: str = "updated_at DESC, id"
+    ) -> list[Memory]:
+        """Current memories matching ``where``, most recently updated first unless ``order`` says."""
+        rows = self._db.current_rows("memories", MEMORY_COLUMNS, where, parameters, order, limit)
+        return [_memory_from_row(row) for row in rows]
+
+    def get_memory(self, memory_id: str) -> Memory | None:
+        found = self._memories("id = {id:String}", {"id": memory_id}, 1)
+        return found[0] if found else None
+
+    def active_memories(self, namespaces: Sequence[str], limit: int) -> list[Memory]:
+        """Active memories in ``namespaces``, most recently updated first."""
+        where = "namespace IN {ns:Array(String)} AND status = 'active'"
+        return self._memories(where, {"ns": list(namespaces)}, limit)
+
+    def current_versions(self, memory_ids: Sequence[str]) -> dict[str, int]:
+        """The newest stored version of each of ``memory_ids`` (absent: none stored)."""
+        if not memory_ids:
+            return {}
+        with self._db.translated("reading memory versions"):
+            rows = self._db.query(
+                "SELECT id, max(version) FROM memories WHERE id IN {ids:Array(String)} GROUP BY id",
+                parameters={"ids": list(memory_ids)},
+            ).result_rows
+        return {str(row[0]): int(row[1]) for row in rows}
+
+    def memories_with_status(self, status: str, namespace: str | None, limit: int) -> list[Memory]:
+        """Memories whose current version has ``status`` (in ``namespace`` if given), most
+        recently updated first."""
+        where = ["status = {status:String}"]
+        params: dict[str, Any] = {"status": status}
+        if namespace is not None:
+            where.append("namespace = {ns:String}")
+            params["ns"] = namespace
+        return self._memories(" AND ".join(where), params, limit)
+
+    def stale_candidates(self, updated_before: datetime, limit: int) -> list[Memory]:
+        """Candidates whose current version is older than ``updated_before``."""
+        where = "status = 'candidate' AND updated_at < {before:DateTime64(3, 'UTC')}"
+        return self._memories(where, {"before": as_stored(updated_before)}, limit)
+
+    def memories_page(self, after: str, limit: int) -> list[Memory]:
+        """Current memories with ids after ``after``, in id order (keyset pages for the index build).
+
+        Each page is its own short query, so the store is free between pages for the writes that
+        arrive while the daemon builds its index.
+        """
+        return self._memories("id > {after:String}", {"after": after}, limit, "id")
