@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from mnemo.client.launcher import stop_daemon
 from mnemo.config import Settings, load_settings
-from mnemo.daemon.launcher import stop_daemon
 from mnemo.paths import SPAWNED_NAME
 from mnemo.store import ClickHouseStore, open_store
 from tests.helpers import process_stat
@@ -99,10 +99,18 @@ def module_home() -> Iterator[Home]:
 
 def _stop_hook_spawned(settings: Settings) -> None:
     """A daemon a hook started at the end of a test may not have written its pid file yet."""
-    try:
-        pid = int((settings.run_dir / SPAWNED_NAME).read_text())
-    except (FileNotFoundError, ValueError):
-        return
+    marker = settings.run_dir / SPAWNED_NAME
+    deadline = time.monotonic() + 15  # the spawner writes the daemon's pid once it started it
+    while True:
+        try:
+            pid = int(marker.read_text())
+            break
+        except FileNotFoundError:
+            return
+        except ValueError:
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.05)
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + 15

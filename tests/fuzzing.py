@@ -17,7 +17,7 @@ from typing import Any
 import httpx2
 import hypothesis.strategies as st
 
-from mnemo.memories import MemoryType
+from mnemo.vocabulary import MemoryType
 from tests.mcp_wire import NoAnswerError, RawSession
 
 ANSWER_TIMEOUT_S = 30.0

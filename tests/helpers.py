@@ -15,8 +15,9 @@ from typing import Any
 
 import anyio
 
-from mnemo.daemon.client import DaemonClient
-from mnemo.memories import Memory, MemoryStatus, MemoryType, Origin
+from mnemo.client.typed import DaemonClient
+from mnemo.memories import Memory, Origin
+from mnemo.vocabulary import MemoryStatus, MemoryType
 
 GEMMA = "embeddinggemma-300m-int8"
 # A models directory holding EmbeddingGemma, for the tests that need the quality model.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from mnemo.daemon.client import DaemonClient
+from mnemo.client.typed import DaemonClient
 from mnemo.embed.fallback import FALLBACK_ID
 from tests.bilingual_corpus import ask_all, score
 from tests.conftest import Home

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 from tests.conftest import Home
 
@@ -71,3 +73,30 @@ def test_a_broken_config_file_is_reported_without_a_traceback(home: Home) -> Non
     assert result.returncode == 1
     assert "mnemo: error: invalid mnemo settings: max_episode_chars" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+# What a command that only talks to a running daemon must not load (the fast path).
+HEAVY = ("numpy", "onnxruntime", "openai", "pydantic", "anyio", "starlette", "mnemo.daemon", "mnemo.config")
+
+
+def test_recall_and_status_against_a_running_daemon_load_nothing_but_the_standard_library(home: Home) -> None:
+    home.mnemo("remember", "We deploy on Thursdays", "--type", "decision")  # the daemon is up
+    for command in (["recall", "deploy"], ["status"]):
+        script = (
+            f"import sys\nfrom mnemo.cli import main\ncode = main({command!r})\n"
+            "sys.stdout.write('\\nmodules: ' + ' '.join(sorted(sys.modules)) + f'\\ncode: {code}\\n')\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            env=home.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        lines = done.stdout.splitlines()
+        assert lines[-1] == "code: 0", done.stderr
+        modules = lines[-2].removeprefix("modules: ").split()
+        loaded = [m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY)]
+        assert loaded == [], f"mnemo {command[0]} loaded {loaded}"
+    assert "We deploy on Thursdays" in home.mnemo("recall", "deploy").stdout

@@ -11,8 +11,8 @@ import time
 import anyio
 import pytest
 
-from mnemo.daemon.client import DaemonClient
-from mnemo.daemon.launcher import daemon_pid
+from mnemo.client.launcher import daemon_pid
+from mnemo.client.typed import DaemonClient
 from mnemo.episodes import EpisodeIn, Role
 from mnemo.errors import StoreLockedError
 from mnemo.recall import RecallRequest

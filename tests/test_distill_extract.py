@@ -12,9 +12,9 @@ from mnemo.distill.llm import LLM
 from mnemo.distill.meter import TokenMeter
 from mnemo.episodes import Episode, EpisodeIn, EpisodeIntake, Role
 from mnemo.injected import strip_injected
-from mnemo.memories import MemoryType
 from mnemo.secrets import SecretRedactor
 from mnemo.store import ClickHouseStore
+from mnemo.vocabulary import MemoryType
 from tests.conftest import Home
 from tests.llm_server import LLMServer
 

@@ -13,8 +13,9 @@ from mnemo.distill.judge import SOURCE_CHARS, Action, judge, source_fragments
 from mnemo.distill.llm import LLM
 from mnemo.distill.meter import TokenMeter
 from mnemo.embed import Embedder, load_embedder
-from mnemo.memories import Memory, MemoryType
+from mnemo.memories import Memory
 from mnemo.store import ClickHouseStore
+from mnemo.vocabulary import MemoryType
 from tests.conftest import Home
 from tests.helpers import make_memory
 from tests.llm_server import LLMServer

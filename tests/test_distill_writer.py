@@ -26,9 +26,9 @@ from mnemo.embed.fallback import FALLBACK_ID
 from mnemo.episodes import EpisodeIn, EpisodeIntake, Role
 from mnemo.errors import TokenCapError
 from mnemo.index.live import RecallEngine
-from mnemo.memories import MemoryStatus
 from mnemo.secrets import SecretRedactor
 from mnemo.store import ClickHouseStore
+from mnemo.vocabulary import MemoryStatus
 from tests.conftest import Home
 from tests.helpers import GEMMA, HAS_GEMMA, MODELS_DIR, Clock
 from tests.llm_server import LLMServer

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mnemo.cli import COMMANDS
+from mnemo.cli import GROUPS
 from mnemo.config import load_settings
 from mnemo.mcpserver import build_server
 
@@ -14,7 +14,7 @@ DOCS = Path(__file__).parents[1] / "docs"
 
 def test_every_cli_command_has_a_section() -> None:
     text = (DOCS / "cli.md").read_text()
-    for command in COMMANDS:
+    for command in GROUPS:
         assert f"## `mnemo {command}`" in text, command
 
 

@@ -12,11 +12,12 @@ from datetime import UTC, datetime
 import anyio
 import pytest
 
-from mnemo.daemon.client import DaemonClient
+from mnemo.client.typed import DaemonClient
 from mnemo.errors import InputError
 from mnemo.injected import TAG, frame, inert, refuse_frame, refuse_unfit
-from mnemo.memories import EntityIn, MemoryType, RememberRequest
+from mnemo.memories import EntityIn, RememberRequest
 from mnemo.store import open_store
+from mnemo.vocabulary import MemoryType
 from tests.conftest import Home
 from tests.helpers import make_memory, wait_for_vectors
 from tests.test_hooks import WORKSPACE, context_of, event_input, hook

@@ -10,7 +10,7 @@ import subprocess
 import httpx2
 from hypothesis import HealthCheck, given, settings
 
-from mnemo.daemon.launcher import daemon_pid, ensure_daemon
+from mnemo.client.launcher import daemon_pid, ensure_daemon
 from tests.conftest import BIN, Home
 from tests.fuzzing import Outcome, drive_mcp, hook_inputs, is_hook_output, mcp_lines, post_hook
 from tests.mcp_wire import RawSession

@@ -9,10 +9,10 @@ from typing import Any
 
 import anyio
 
-from mnemo.daemon.client import DaemonClient
+from mnemo.client.typed import DaemonClient
 from mnemo.jsonread import CUT_NOTE
-from mnemo.memories import MemoryType
 from mnemo.recall import RecallEpisodeRequest
+from mnemo.vocabulary import MemoryType
 from mnemo.workspace import workspace_namespace
 from tests.conftest import Home
 from tests.helpers import raw_http

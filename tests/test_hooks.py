@@ -15,14 +15,16 @@ from typing import Any
 import anyio
 import pytest
 
-from mnemo.daemon.client import DaemonClient
+from mnemo.client.launcher import ping
+from mnemo.client.typed import DaemonClient
 from mnemo.daemon.journal import EpisodeJournal
-from mnemo.daemon.launcher import ping
 from mnemo.daemon.rundir import ensure_private_dir
 from mnemo.episodes import Episode, EpisodeKind, Role
-from mnemo.memories import MemoryType, RememberRequest
+from mnemo.memories import RememberRequest
+from mnemo.paths import inputs_digest
 from mnemo.recall import RecallEpisodeRequest, RecallRequest
 from mnemo.usage.budget import BLOCK_TOKENS, SESSION_TOKENS, estimate_tokens
+from mnemo.vocabulary import MemoryType
 from tests.conftest import BIN, Home
 from tests.helpers import wait_until
 from tests.llm_server import LLMServer
@@ -108,6 +110,19 @@ def test_a_hook_that_finds_no_daemon_starts_one_and_the_turn_is_recorded_all_the
         ("claude-code:s-down:1:answer", 1, "We deploy on Thursdays."),
     ]
     assert not (home.settings.run_dir / "hooks.spool").exists()
+
+
+def test_a_daemon_a_hook_starts_resolves_the_settings_a_client_would_and_says_from_what(home: Home) -> None:
+    # A setting only the config file holds: the daemon the hook starts must use it, and its
+    # health carries the digest of the inputs, so that the command's fast path trusts it.
+    (home.path / "config.toml").write_text("request_timeout_s = 17.5\n", encoding="utf-8")
+    assert ping(home.settings) is None
+    hook(home, "SessionStart", event_input("SessionStart", session="s-spawn"))
+    wait_until(lambda: ping(home.settings) is not None, what="the daemon a hook started")
+    health = ping(home.settings)
+    assert health is not None
+    assert health["request_timeout_s"] == 17.5
+    assert health["inputs"] == inputs_digest(home.env) == home.settings.inputs_digest
 
 
 @pytest.fixture

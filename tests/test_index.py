@@ -14,13 +14,14 @@ import pytest
 
 from mnemo.index import engine as engine_module
 from mnemo.index import lexical
+from mnemo.index.codes import quantise
 from mnemo.index.engine import CLOSED, CURRENT, Document, SearchIndex, SearchQuery
 from mnemo.index.entities import EntityMatcher
 from mnemo.index.lexical import K1, B, LexicalIndex
 from mnemo.index.query import Asked, analyse
 from mnemo.index.snapshot import GraphSnapshot
 from mnemo.index.text import Language, query_terms, terms, tokens
-from mnemo.index.vectors import VectorIndex, quantise
+from mnemo.index.vectors import VectorIndex
 
 NOW = datetime(2026, 11, 30, 15, 0, tzinfo=UTC)  # a Monday
 WORDS = "gateway timeout deploy thursday tuesday postgres replica cache index lb.tf v2 retry queue".split()

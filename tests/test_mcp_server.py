@@ -14,7 +14,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp_types import CallToolResult
 
-from mnemo.daemon.client import DaemonClient
+from mnemo.client.typed import DaemonClient
 from mnemo.episodes import EpisodeIn
 from tests.conftest import BIN, Home
 from tests.helpers import store_held_by_another_process, wait_for_vectors

@@ -8,14 +8,15 @@ from datetime import UTC, datetime, timedelta
 import anyio
 import numpy as np
 
+from mnemo.client.typed import DaemonClient
 from mnemo.clock import utc_now
-from mnemo.daemon.client import DaemonClient
 from mnemo.embed import load_embedder
 from mnemo.episodes import EpisodeIn, new_id
 from mnemo.index.vectors import EXACT_MAX_ROWS
-from mnemo.memories import EntityIn, EntityRef, Memory, MemoryStatus, MemoryType, RememberRequest
+from mnemo.memories import EntityIn, EntityRef, Memory, RememberRequest
 from mnemo.recall import RecallEpisodeRequest, RecallRequest
 from mnemo.store import open_store
+from mnemo.vocabulary import MemoryStatus, MemoryType
 from tests.conftest import Home
 from tests.helpers import make_memory, wait_for_vectors
 

@@ -27,10 +27,11 @@ from mnemo.embed.fallback import FALLBACK_ID
 from mnemo.episodes import EpisodeIn, EpisodeIntake, Role
 from mnemo.errors import InputError, SecretError
 from mnemo.index.live import RecallEngine
-from mnemo.memories import EntityRef, Memory, MemoryStatus, MemoryType
+from mnemo.memories import EntityRef, Memory
 from mnemo.recall import RecallRequest
 from mnemo.secrets import SecretRedactor
 from mnemo.store import ClickHouseStore, open_store
+from mnemo.vocabulary import MemoryStatus, MemoryType
 from tests.conftest import Home
 from tests.helpers import make_memory, wait_until
 from tests.llm_server import LLMServer

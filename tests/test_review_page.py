@@ -19,11 +19,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mnemo.daemon.client import DaemonClient
+from mnemo.client.typed import DaemonClient
 from mnemo.episodes import EpisodeIn, EpisodeIntake, Role
-from mnemo.memories import EntityRef, Memory, MemoryStatus, MemoryType, Origin
+from mnemo.memories import EntityRef, Memory, Origin
 from mnemo.secrets import SecretRedactor
 from mnemo.store import open_store
+from mnemo.vocabulary import MemoryStatus, MemoryType
 from tests.conftest import Home
 from tests.helpers import make_memory
 

@@ -16,13 +16,14 @@ from typing import Any
 import anyio
 import pytest
 
-from mnemo.daemon.client import DaemonClient
-from mnemo.daemon.launcher import stop_daemon
+from mnemo.client.launcher import stop_daemon
+from mnemo.client.typed import DaemonClient
 from mnemo.episodes import EpisodeIn, Role
 from mnemo.errors import SecretError
-from mnemo.memories import MemoryType, RememberRequest
+from mnemo.memories import RememberRequest
 from mnemo.secrets import find_secrets, redact, refuse_secrets
 from mnemo.store import open_store
+from mnemo.vocabulary import MemoryType
 from tests.conftest import Home
 from tests.llm_server import LLMServer
 from tests.test_hooks import event_input, hook

@@ -10,10 +10,11 @@ import pytest
 
 from mnemo.episodes import EpisodeIn, EpisodeIntake
 from mnemo.errors import StoreError, StoreLockedError
-from mnemo.memories import EntityRef, Memory, MemoryStatus, MemoryType, Origin, forgotten
+from mnemo.memories import EntityRef, Memory, Origin, forgotten
 from mnemo.secrets import SecretRedactor
 from mnemo.store import ClickHouseStore, open_store
 from mnemo.store.migrations import MIGRATIONS
+from mnemo.vocabulary import MemoryStatus, MemoryType
 from tests.helpers import store_held_by_another_process
 
 INTAKE = EpisodeIntake(max_chars=10_000, default_namespace="person:tester", redactor=SecretRedactor())

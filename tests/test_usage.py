@@ -19,7 +19,7 @@ from mnemo.clock import as_stored
 from mnemo.daemon.hooks import HookService
 from mnemo.daemon.service import MemoryService
 from mnemo.embed import load_embedder
-from mnemo.memories import MemoryType, RememberRequest
+from mnemo.memories import RememberRequest
 from mnemo.recall import RecallRequest
 from mnemo.secrets import SecretRedactor
 from mnemo.store import ClickHouseStore, open_store
@@ -27,6 +27,7 @@ from mnemo.store.usage import SessionRow, VerdictRow
 from mnemo.usage.audit import UNUSED_BELOW, USED_AT, verdict_of
 from mnemo.usage.budget import estimate_tokens
 from mnemo.usage.stats import render_html
+from mnemo.vocabulary import MemoryType
 from tests.conftest import Home
 from tests.helpers import Clock
 from tests.llm_server import LLMServer

@@ -27,9 +27,9 @@ from pathlib import Path
 import anyio
 
 from bench_recall import QUESTIONS, index_built, load_store, percentiles, synthetic
+from mnemo.client.launcher import stop_daemon
+from mnemo.client.typed import DaemonClient
 from mnemo.config import load_settings
-from mnemo.daemon.client import DaemonClient
-from mnemo.daemon.launcher import stop_daemon
 from mnemo.embed import load_embedder
 
 HOOK = Path(sys.executable).parent / "mnemo-mcp"

@@ -20,9 +20,9 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the corpus lives with the tests
 
+from mnemo.client.launcher import stop_daemon
+from mnemo.client.typed import DaemonClient
 from mnemo.config import load_settings
-from mnemo.daemon.client import DaemonClient
-from mnemo.daemon.launcher import stop_daemon
 from mnemo.embed import installed_models
 from tests.bilingual_corpus import ask_all, score
 

@@ -33,9 +33,9 @@ from pathlib import Path
 
 import anyio
 
+from mnemo.client.launcher import stop_daemon
+from mnemo.client.typed import DaemonClient
 from mnemo.config import load_settings
-from mnemo.daemon.client import DaemonClient
-from mnemo.daemon.launcher import stop_daemon
 from mnemo.embed import installed_models
 from mnemo.recall import RecallEpisodeRequest
 

@@ -22,8 +22,8 @@ import httpx2
 from hypothesis import HealthCheck, Phase, given, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the strategies live with the tests
+from mnemo.client.launcher import daemon_pid, ensure_daemon
 from mnemo.config import Settings
-from mnemo.daemon.launcher import daemon_pid, ensure_daemon
 from tests.conftest import BIN, isolated_home
 from tests.fuzzing import Outcome, Tally, drive_mcp, hook_inputs, mcp_lines, post_hook
 from tests.mcp_wire import RawSession

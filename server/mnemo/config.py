@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError
 
 from mnemo.episodes import NAME_CHARS
 from mnemo.errors import ConfigError
-from mnemo.paths import DAEMON_LOCK_NAME, HOME_ENV, SOCKET_NAME, layout
+from mnemo.paths import DAEMON_LOCK_NAME, HOME_ENV, INPUTS_ENV, SOCKET_NAME, inputs_digest, layout
 
 ENV_PREFIX = "MNEMO_"
 # Unix socket paths are limited to 108 bytes on Linux (104 on macOS) including the NUL.
@@ -55,6 +55,9 @@ class Settings(BaseModel):
     """Everything configurable, validated. Field docs are mirrored in docs/settings.md."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # What these settings were resolved from (mnemo.paths.inputs_digest); "" when built in code.
+    _inputs_digest: str = PrivateAttr(default="")
 
     store: str = Field(
         default="",
@@ -239,11 +242,19 @@ class Settings(BaseModel):
             return json.dumps(self.model_dump(mode="json")[key])
         return str(value)
 
+    @property
+    def inputs_digest(self) -> str:
+        """The digest of the config file and environment these settings were read from (the
+        daemon: its spawner's), or "" for settings built in code."""
+        return self._inputs_digest
+
     def as_environment(self) -> dict[str, str]:
         """Environment variables that make another process (the daemon) load these same settings."""
         env = {ENV_PREFIX + key.upper(): self._as_text(key) for key in SETTABLE}
         if self.home is not None:
             env[HOME_ENV] = str(self.home)
+        if self._inputs_digest:
+            env[INPUTS_ENV] = self._inputs_digest
         return env
 
 
@@ -314,6 +325,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             f"the daemon socket path {settings.socket_path} is longer than unix sockets allow "
             f"({MAX_SOCKET_PATH_BYTES} bytes); set {HOME_ENV} to a shorter directory"
         )
+    settings._inputs_digest = inputs_digest(env)
     return settings
 
 

@@ -16,29 +16,18 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 
 from mnemo.errors import InputError, NotFoundError, OverBudgetError
 from mnemo.injected import frame, refuse_unfit
+from mnemo.vocabulary import KEEP_FILE_PATH, KeepAction, KeepScope
 
-FILE_PATH = ".mnemo/MEMORY.md"
+FILE_PATH = KEEP_FILE_PATH
 _FILE_HEADING = "# Project memory (mnemo keep)"
 _FILE_NOTE = (
     "<!-- Kept by mnemo for the workspace {workspace}: injected at the start of every session. "
     "Edit with the `keep` tool or here, then run `mnemo keep import`. Budget: {used:,} of {budget:,} "
     "characters. One entry per item; continuation lines are indented by two spaces. -->"
 )
-
-
-class KeepScope(StrEnum):
-    PROJECT = "project"
-    USER = "user"
-
-
-class KeepAction(StrEnum):
-    ADD = "add"
-    REPLACE = "replace"
-    REMOVE = "remove"
 
 
 BUDGET_CHARS = {KeepScope.PROJECT: 2_200, KeepScope.USER: 1_375}

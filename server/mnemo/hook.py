@@ -17,11 +17,11 @@ PreToolUse is answered here without the daemon: in plan mode mnemo's write tools
 
 from __future__ import annotations
 
-import _socket  # socket.py's imports cost the hook 9 ms; the C module is enough
 import os
 import sys
 import time
 
+from mnemo.client.http import NotSentError, TransportError, UnixHTTP
 from mnemo.paths import (
     MAX_HOOK_INPUT_BYTES,
     SPAWNED_NAME,
@@ -72,7 +72,7 @@ def main(argv: list[str]) -> int:
                 # from this host, before the plan was approved), briefly, and never waiting on it.
                 try:  # noqa: SIM105 - contextlib would cost the hook an import
                     _ask_daemon(where, event, client, data, time.monotonic() + MODE_NOTE_S, spool=False)
-                except (OSError, RuntimeError, ValueError):
+                except (OSError, RuntimeError, ValueError, TransportError):
                     pass  # no daemon, or slow: the write goes on, the PreToolUse answer stands
         else:
             deadline = started + _deadline_s(event)
@@ -129,60 +129,26 @@ def plan_mode_denial(payload: dict[str, object]) -> str:
 def _ask_daemon(
     where: Layout, event: str, client: str, body: bytes, deadline: float, *, spool: bool = True
 ) -> str:
-    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    query = f"?host={host_pid()}" + (f"&client={client}" if client else "")
     try:
-        sock.settimeout(max(0.05, deadline - time.monotonic()))
-        try:
-            sock.connect(where.socket_path)
-        except (FileNotFoundError, ConnectionRefusedError):
-            if not spool:
-                raise ConnectionError("the daemon is not running") from None
-            _spool(where, event, client, body)
-            _start_daemon(where)
-            raise ConnectionError("the daemon is not running: event spooled for it; starting it") from None
-        query = f"?host={host_pid()}" + (f"&client={client}" if client else "")
-        head = (
-            f"POST /v1/hooks/{event}{query} HTTP/1.1\r\n"
-            "Host: mnemo\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        response = UnixHTTP(where.socket_path).request(
+            "POST",
+            f"/v1/hooks/{event}{query}",
+            body,
+            timeout_s=max(0.05, deadline - time.monotonic()),
+            is_last=True,
         )
-        sock.sendall(head.encode("ascii") + body)
-        chunks = []
-        while True:
-            sock.settimeout(max(0.001, deadline - time.monotonic()))
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-    finally:
-        sock.close()
-    status, payload = _parse_response(b"".join(chunks))
-    if status != 200:
-        raise RuntimeError(f"daemon answered {status}: {payload[:300]!r}")
-    return payload.decode("utf-8")  # exactly what to print
-
-
-def _parse_response(raw: bytes) -> tuple[int, bytes]:
-    head, sep, body = raw.partition(b"\r\n\r\n")
-    if not sep:
-        raise RuntimeError("incomplete answer from the daemon")
-    lines = head.split(b"\r\n")
-    status = int(lines[0].split(b" ", 2)[1])
-    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(b":") for line in lines[1:])}
-    if headers.get(b"transfer-encoding") == b"chunked":
-        body = _unchunk(body)
-    return status, body
-
-
-def _unchunk(data: bytes) -> bytes:
-    out = bytearray()
-    while True:
-        size_line, _, data = data.partition(b"\r\n")
-        size = int(size_line.split(b";")[0], 16)
-        if size == 0:
-            return bytes(out)
-        out += data[:size]
-        data = data[size + 2 :]
+    except NotSentError as exc:
+        if not exc.is_absent:
+            raise
+        if not spool:
+            raise ConnectionError("the daemon is not running") from None
+        _spool(where, event, client, body)
+        _start_daemon(where)
+        raise ConnectionError("the daemon is not running: event spooled for it; starting it") from None
+    if response.status != 200:
+        raise RuntimeError(f"daemon answered {response.status}: {response.body[:300]!r}")
+    return response.body.decode("utf-8")  # exactly what to print
 
 
 def _spool(where: Layout, event: str, client: str, body: bytes) -> None:
@@ -208,8 +174,6 @@ def _spool(where: Layout, event: str, client: str, body: bytes) -> None:
 
 def _start_daemon(where: Layout) -> None:
     """Start the daemon detached, for the next event; this one goes on without it."""
-    import subprocess  # noqa: PLC0415 - ~5 ms, only when the daemon is down
-
     if is_locked(where.daemon_lock_path):  # one is starting (it locks before it listens)
         return
     # Nor when another hook started one moments ago (before that daemon could take its lock):
@@ -226,19 +190,10 @@ def _start_daemon(where: Layout) -> None:
         fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         return
-    os.makedirs(where.log_dir, mode=0o700, exist_ok=True)
-    with open(os.path.join(where.log_dir, "daemon.stderr.log"), "ab") as log:
-        child = subprocess.Popen(
-            [sys.executable, "-m", "mnemo.daemon"],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            start_new_session=True,
-            close_fds=True,
-            cwd="/",
-        )
-    os.write(fd, f"{child.pid}\n".encode())  # who was started (before it writes its pid file)
     os.close(fd)
+    from mnemo.client import spawn  # noqa: PLC0415 - subprocess: ~5 ms, only when the daemon is down
+
+    spawn.start(where.log_dir, os.environ, pid_file=marker)  # noqa: TID251 - passed on, not read
 
 
 def _note(where: Layout, line: str) -> None:

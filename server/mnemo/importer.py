@@ -34,8 +34,8 @@ from typing import IO, Annotated, Generic, TypeVar
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from mnemo import transcripts
+from mnemo.client.typed import DaemonClient
 from mnemo.daemon.api import MAX_BODY_BYTES
-from mnemo.daemon.client import DaemonClient
 from mnemo.episodes import (
     ID_PATTERN,
     MAX_TURN,
@@ -46,8 +46,9 @@ from mnemo.episodes import (
     Role,
     clip_text,
 )
-from mnemo.errors import InputError, TooLargeError, describe_validation_error, validated_json
+from mnemo.errors import InputError, TooLargeError
 from mnemo.recall import RecallEpisodeRequest
+from mnemo.validation import describe_validation_error, validated_json
 from mnemo.workspace import workspace_namespace
 
 T = TypeVar("T")

@@ -27,24 +27,24 @@ from mcp_types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from mnemo import __version__
+from mnemo.client.typed import DaemonClient
 from mnemo.config import Settings, load_settings
-from mnemo.curated import KeepAction, KeepScope
 from mnemo.daemon.api import MAX_KEEP_CHARS, KeepRequest, KeepResult
-from mnemo.daemon.client import DaemonClient
 from mnemo.episodes import ID_PATTERN, NAMESPACE_PATTERN
-from mnemo.errors import MnemoError, validated
+from mnemo.errors import MnemoError
 from mnemo.memories import (
     MAX_ENTITIES,
     MAX_MEMORY_CHARS,
     MAX_W_CHARS,
     EntityIn,
     Memory,
-    MemoryType,
     RememberRequest,
     WText,
 )
 from mnemo.paths import host_pid
 from mnemo.recall import MAX_QUERY_CHARS, EpisodesResult, RecallEpisodeRequest, RecallRequest, RecallResult
+from mnemo.validation import validated
+from mnemo.vocabulary import KeepAction, KeepScope, MemoryType
 from mnemo.workspace import workspace_namespace
 
 logger = logging.getLogger("mnemo.mcp")

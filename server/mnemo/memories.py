@@ -13,30 +13,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mnemo.clock import utc_now
 from mnemo.episodes import ID_PATTERN, Namespace, UtcDatetime
+from mnemo.vocabulary import MemoryStatus, MemoryType
 
 MAX_MEMORY_CHARS = 4_000
 MAX_W_CHARS = 1_000
 MAX_ENTITIES = 32
-
-
-class MemoryType(StrEnum):
-    FACT = "fact"
-    EVENT = "event"
-    STATE = "state"
-    DECISION = "decision"
-    PREFERENCE = "preference"
-    PROCEDURE = "procedure"
-    PATTERN = "pattern"
-    POSTMORTEM = "postmortem"
-
-
-class MemoryStatus(StrEnum):
-    CANDIDATE = "candidate"
-    ACTIVE = "active"
-    REJECTED = "rejected"
-    ARCHIVED = "archived"
-    CLOSED = "closed"
-    FORGOTTEN = "forgotten"
 
 
 class Origin(StrEnum):

@@ -22,6 +22,10 @@ DAEMON_LOCK_NAME = "daemon.lock"
 SPOOL_NAME = "hooks.spool"  # hook events that found no daemon, for it to replay (mnemo.hook)
 MAX_HOOK_INPUT_BYTES = 16 * 1024 * 1024  # a hook event's JSON, as the host gives it
 SPAWNED_NAME = "hook-spawned"  # the pid of the daemon a hook last started, and when (its mtime)
+# The digest of the inputs a daemon's settings were resolved from, given to it by its spawner.
+INPUTS_ENV = "MNEMO_SPAWNED_FROM"
+# Besides MNEMO_*, what the settings' defaults depend on (the user directories, the person).
+_INPUT_NAMES = ("HOME", "USER", "LOGNAME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME")
 
 
 class Layout:
@@ -87,10 +91,44 @@ def _user_dirs(env: Mapping[str, str]) -> tuple[str, str, str]:
     )
 
 
+def inputs_digest(env: Mapping[str, str] | None = None) -> str:
+    """A digest of everything the settings are resolved from: the config file's bytes and the
+    environment they read. Two processes with the same digest resolve the same settings, so a
+    client that finds its own digest in the daemon's health knows, without loading the settings
+    (pydantic), that the daemon serves what it is configured for. A process started by the
+    spawner (mnemo.client.spawn) was given its spawner's digest in ``INPUTS_ENV``."""
+    env = os.environ if env is None else env
+    if env.get(INPUTS_ENV):
+        return env[INPUTS_ENV]
+    import hashlib  # noqa: PLC0415 - not for the hook process, which never compares
+
+    digest = hashlib.sha256()
+    names = sorted(n for n in env if (n.startswith("MNEMO_") and n != INPUTS_ENV) or n in _INPUT_NAMES)
+    for name in names:
+        digest.update(f"{name}={env[name]}\0".encode("utf-8", "surrogateescape"))
+    try:
+        with open(layout(env).config_file, "rb") as config:
+            digest.update(b"config\0" + config.read())
+    except OSError:
+        digest.update(b"no config\0")
+    return digest.hexdigest()
+
+
 def hook_timeout_override(env: Mapping[str, str] | None = None) -> float | None:
     """``MNEMO_HOOK_TIMEOUT_S``: one deadline for every hook event instead of each event's own."""
     text = (os.environ if env is None else env).get(HOOK_TIMEOUT_ENV, "").strip()
     return float(text) if text else None
+
+
+def write_private(path: str, text: str) -> None:
+    """``path`` made anew, readable by this user only (0600), holding ``text``."""
+    try:  # noqa: SIM105 - contextlib costs the hook process an import
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with open(fd, "w", encoding="utf-8") as out:
+        out.write(text)
 
 
 def try_lock(path: str | os.PathLike[str]) -> int | None:

@@ -11,7 +11,8 @@ from typing import Annotated, Self
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mnemo.episodes import ID_PATTERN, Episode, Namespace
-from mnemo.memories import Memory, MemoryType
+from mnemo.memories import Memory
+from mnemo.vocabulary import MemoryType
 
 MAX_QUERY_CHARS = 2_000
 

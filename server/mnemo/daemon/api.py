@@ -5,14 +5,15 @@ Clients import this module, never :mod:`mnemo.daemon.service` (which pulls in th
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mnemo.curated import BUDGET_CHARS, KeepAction, KeepScope
+from mnemo.curated import BUDGET_CHARS
 from mnemo.episodes import ID_PATTERN, NAME_CHARS, NAMESPACE_PATTERN, AppendResult, EpisodeIn
-from mnemo.memories import MAX_MEMORY_CHARS, MAX_W_CHARS, Memory, MemoryType
+from mnemo.memories import MAX_MEMORY_CHARS, MAX_W_CHARS, Memory
+from mnemo.vocabulary import KeepAction, KeepScope, MemoryType
 
 MAX_REASON_CHARS = 500
 MAX_BODY_BYTES = 64 * 1024 * 1024  # a request's body; past it, 413 before it is read whole
@@ -26,6 +27,10 @@ class Health(BaseModel):
     version: str
     pid: int
     store: str
+    # What the daemon's settings were resolved from (mnemo.paths.inputs_digest), and the one
+    # setting a client needs of them: a client with the same digest need not load its own.
+    inputs: str = ""
+    request_timeout_s: float = 0.0
 
 
 class ModelSpend(BaseModel):
@@ -140,41 +145,6 @@ class ForgetRequest(BaseModel):
 
     id: Annotated[str, Field(pattern=ID_PATTERN)]
     reason: Annotated[str, Field(min_length=1, max_length=MAX_REASON_CHARS)]
-
-
-class StatsDay(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    day: date
-    injected: int
-    tokens: int
-    sessions: int
-    used: int
-    unused: int
-    unclear: int
-
-
-class Stats(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    since: datetime
-    until: datetime
-    person: str
-    sessions: int
-    memories_injected: int
-    tokens_injected: int
-    sessions_read: int  # sessions whose transcript was found
-    tokens_read: int  # input tokens of those sessions' model calls
-    tokens_injected_read: int  # tokens injected into those sessions
-    used: int
-    unused: int
-    unclear: int
-    suppressed: list[str]
-    days: list[StatsDay]
-
-    @property
-    def memory_share(self) -> float | None:
-        return self.tokens_injected_read / self.tokens_read if self.tokens_read else None
 
 
 class KeepRequest(BaseModel):

@@ -64,9 +64,10 @@ from mnemo.daemon.service import MemoryService
 from mnemo.episodes import NAMESPACE_PATTERN
 from mnemo.errors import InputError, MnemoError, NotAllowedError
 from mnemo.jsonread import JSONInputError, read_json
-from mnemo.memories import MemoryStatus, RememberRequest
+from mnemo.memories import RememberRequest
 from mnemo.paths import MAX_HOOK_INPUT_BYTES
 from mnemo.recall import RecallEpisodeRequest, RecallRequest
+from mnemo.vocabulary import MemoryStatus
 
 logger = logging.getLogger(__name__)
 OFF_LOOP_BYTES = 256 * 1024  # a hook input this large is read on a worker thread

@@ -35,15 +35,15 @@ import anyio
 import anyio.to_thread
 
 from mnemo import transcripts
+from mnemo.api.stats import Stats
 from mnemo.clock import utc_now
 from mnemo.curated import render_injection
-from mnemo.daemon.api import Stats
 from mnemo.daemon.service import MemoryService, with_waiting
 from mnemo.episodes import EpisodeIn, Role, clip_text
 from mnemo.errors import InputError
 from mnemo.injected import strip_injected
 from mnemo.jsonread import read_json
-from mnemo.memories import Memory, MemoryType
+from mnemo.memories import Memory
 from mnemo.paths import SPOOL_NAME
 from mnemo.recall import MAX_QUERY_CHARS
 from mnemo.store.usage import InjectionRow, SessionRow, VerdictRow
@@ -51,6 +51,7 @@ from mnemo.usage import stats
 from mnemo.usage.audit import Auditor
 from mnemo.usage.budget import BLOCK_TOKENS, SESSION_TOKENS, estimate_tokens, pack
 from mnemo.usage.sessions import SessionBook, SessionState
+from mnemo.vocabulary import MemoryType
 from mnemo.workspace import workspace_namespace
 
 logger = logging.getLogger(__name__)

@@ -15,19 +15,13 @@ import anyio
 
 from mnemo.clock import utc_now
 from mnemo.config import Settings
-from mnemo.curated import (
-    BUDGET_CHARS,
-    Edit,
-    KeepScope,
-    apply,
-    normalise,
-    used_chars,
-)
+from mnemo.curated import BUDGET_CHARS, Edit, apply, normalise, used_chars
 from mnemo.daemon.api import KeepImportRequest, KeepRequest, KeepResult, KeptSet, KeptSets
 from mnemo.errors import InputError, OverBudgetError
 from mnemo.injected import refuse_unfit
 from mnemo.secrets import refuse_secrets
 from mnemo.store import ClickHouseStore
+from mnemo.vocabulary import KeepScope
 
 CallStore = Callable[..., Awaitable[Any]]
 

@@ -12,7 +12,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from mnemo.daemon.api import MAX_BODY_BYTES
-from mnemo.errors import InputError, TooLargeError, validated_json
+from mnemo.errors import InputError, TooLargeError
+from mnemo.validation import validated_json
 
 M = TypeVar("M", bound=BaseModel)
 

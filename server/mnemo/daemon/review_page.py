@@ -36,7 +36,6 @@ import functools
 import hmac
 import json
 import logging
-import os
 import secrets
 from functools import cache
 from pathlib import Path
@@ -52,7 +51,9 @@ from mnemo.daemon.messages import answer, parse
 from mnemo.daemon.reviewing import Reviews
 from mnemo.daemon.service import MemoryService
 from mnemo.errors import NotFoundError
-from mnemo.memories import MemoryStatus, MemoryType, RememberRequest
+from mnemo.memories import RememberRequest
+from mnemo.paths import write_private
+from mnemo.vocabulary import MemoryStatus, MemoryType
 
 logger = logging.getLogger(__name__)
 SECRET_HEADER = "x-mnemo-review"
@@ -62,25 +63,8 @@ TOKEN_FILE = "review.token"
 def new_token(run_dir: Path) -> str:
     """A fresh secret for this daemon's page, written for the CLI (0600)."""
     token = secrets.token_urlsafe(32)
-    _write_private(run_dir / TOKEN_FILE, token + "\n")
+    write_private(str(run_dir / TOKEN_FILE), token + "\n")
     return token
-
-
-def forwarding_page(run_dir: Path, url: str) -> Path:
-    """A private (0600, in the 0700 run directory) HTML file that sends the browser to ``url``:
-    what ``mnemo review url --open`` opens, so that the secret never sits on a command line."""
-    path = run_dir / "review-open.html"
-    target = json.dumps(url)
-    _write_private(path, f"<!doctype html><meta charset=utf-8><script>location.replace({target})</script>\n")
-    return path
-
-
-def _write_private(path: Path, text: str) -> None:
-    """``path`` made anew, readable by this user only, holding ``text``."""
-    path.unlink(missing_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with open(fd, "w", encoding="utf-8") as out:
-        out.write(text)
 
 
 class ReviewGate:

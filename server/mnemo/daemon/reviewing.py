@@ -26,8 +26,9 @@ from mnemo.daemon.service import MemoryService
 from mnemo.distill.policy import ARCHIVE_AFTER
 from mnemo.errors import InputError, NotFoundError
 from mnemo.injected import refuse_unfit
-from mnemo.memories import Memory, MemoryStatus
+from mnemo.memories import Memory
 from mnemo.secrets import refuse_secrets
+from mnemo.vocabulary import MemoryStatus
 
 logger = logging.getLogger(__name__)
 ARCHIVE_POLL_S = 3_600.0

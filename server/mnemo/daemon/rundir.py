@@ -7,6 +7,7 @@ out, so it is checked every time it is used, not only when created.
 from __future__ import annotations
 
 import os
+import socket
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,7 +16,7 @@ from pathlib import Path
 from mnemo.errors import ConfigError, DaemonError
 from mnemo.paths import is_locked, try_lock
 
-__all__ = ["ensure_private_dir", "held_lock", "is_locked", "read_pid", "try_lock"]
+__all__ = ["accepts_connections", "ensure_private_dir", "held_lock", "is_locked", "read_pid", "try_lock"]
 
 
 def ensure_private_dir(path: Path) -> None:
@@ -49,3 +50,14 @@ def read_pid(path: Path) -> int | None:
         return int(path.read_text().strip())
     except (FileNotFoundError, ValueError):
         return None
+
+
+def accepts_connections(socket_path: Path, *, timeout_s: float) -> bool:
+    """Whether something listens on the unix socket at ``socket_path``."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(timeout_s)
+        try:
+            probe.connect(str(socket_path))
+        except OSError:
+            return False
+    return True

@@ -1,7 +1,7 @@
 """The daemon process: take the daemon lock, open the store, serve HTTP on the unix socket.
 
 Run in the foreground with ``mnemo daemon run`` (clients start it detached through
-:mod:`mnemo.daemon.launcher`). It exits on SIGTERM/SIGINT, on ``POST /v1/shutdown``, or after
+:mod:`mnemo.client.launcher`). It exits on SIGTERM/SIGINT, on ``POST /v1/shutdown``, or after
 ``daemon_idle_s`` with no requests and no pending work. A start that fails (store locked or
 unreadable, bad settings) is written to the start-failure file for the client that launched it.
 """
@@ -28,9 +28,8 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from mnemo.config import Settings
 from mnemo.daemon.api import ReviewUrl
 from mnemo.daemon.app import Activity, build_app
-from mnemo.daemon.launcher import accepts_connections
 from mnemo.daemon.review_page import TOKEN_FILE, new_token
-from mnemo.daemon.rundir import ensure_private_dir, try_lock
+from mnemo.daemon.rundir import accepts_connections, ensure_private_dir, try_lock
 from mnemo.daemon.service import MemoryService
 from mnemo.embed import load_embedder
 from mnemo.errors import MnemoError
@@ -150,7 +149,7 @@ def run_daemon(settings: Settings) -> int:
     # daemon nobody asked for.
     deadline = time.monotonic() + LOCK_WAIT_S
     while (lock_fd := try_lock(settings.daemon_lock_path)) is None:
-        if time.monotonic() > deadline or accepts_connections(settings, timeout_s=0.5):
+        if time.monotonic() > deadline or accepts_connections(settings.socket_path, timeout_s=0.5):
             logger.info("another daemon holds %s; exiting", settings.daemon_lock_path)
             return 0
         time.sleep(0.05)
@@ -207,7 +206,7 @@ def _serve_holding_lock(settings: Settings) -> int:
                 lifespan="on",
                 http=_bounded_http(settings.daemon_read_timeout_s),
                 timeout_graceful_shutdown=10,
-                # Clients keep their connection between requests (mnemo.daemon.wire); closing idle
+                # Clients keep their connection between requests (mnemo.client.http); closing idle
                 # ones after uvicorn's 5 s would race a client's next request. They close at exit.
                 timeout_keep_alive=int(settings.daemon_idle_s) + 60,
             )

@@ -61,7 +61,7 @@ from mnemo.index.engine import Ranked
 from mnemo.index.entities import entity_key
 from mnemo.index.live import Question, RecallEngine, passage_key, split_key
 from mnemo.injected import refuse_unfit
-from mnemo.memories import EntityRef, Memory, MemoryStatus, Origin, RememberRequest, forgotten
+from mnemo.memories import EntityRef, Memory, Origin, RememberRequest, forgotten
 from mnemo.recall import (
     EpisodeHit,
     EpisodesResult,
@@ -72,6 +72,7 @@ from mnemo.recall import (
 )
 from mnemo.secrets import refuse_secrets
 from mnemo.store import ClickHouseStore
+from mnemo.vocabulary import MemoryStatus
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -234,7 +235,13 @@ class MemoryService:
         return await anyio.to_thread.run_sync(fn, *args, limiter=self._limiter)
 
     def health(self) -> Health:
-        return Health(version=__version__, pid=os.getpid(), store=self._store.dsn_for_display)
+        return Health(
+            version=__version__,
+            pid=os.getpid(),
+            store=self._store.dsn_for_display,
+            inputs=self._settings.inputs_digest,
+            request_timeout_s=self._settings.request_timeout_s,
+        )
 
     async def status(self) -> Status:
         counts = await self.call_store(self._store.counts)

@@ -22,9 +22,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mnemo.distill.llm import LLM, Message
 from mnemo.episodes import Episode, Role
-from mnemo.errors import ModelError, describe_validation_error
+from mnemo.errors import ModelError
 from mnemo.injected import strip_injected
-from mnemo.memories import MAX_ENTITIES, MAX_W_CHARS, EntityRef, MemoryType, WText
+from mnemo.memories import MAX_ENTITIES, MAX_W_CHARS, EntityRef, WText
+from mnemo.validation import describe_validation_error
+from mnemo.vocabulary import MemoryType
 
 ATTEMPTS = 3
 MAX_MEMORIES = 20

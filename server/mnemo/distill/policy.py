@@ -32,7 +32,8 @@ from typing import Literal
 
 from mnemo.config import Settings
 from mnemo.episodes import Role
-from mnemo.memories import Memory, MemoryStatus, MemoryType
+from mnemo.memories import Memory
+from mnemo.vocabulary import MemoryStatus, MemoryType
 
 Policy = Literal["auto", "review"]
 ARCHIVE_AFTER = timedelta(days=30)

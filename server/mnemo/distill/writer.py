@@ -44,9 +44,10 @@ from mnemo.episodes import Episode, Role
 from mnemo.index.engine import Vector
 from mnemo.index.entities import entity_key
 from mnemo.index.live import RecallEngine, memory_document
-from mnemo.memories import EntityRef, Memory, MemoryStatus, Origin
+from mnemo.memories import EntityRef, Memory, Origin
 from mnemo.store import ClickHouseStore
 from mnemo.store.distill import Batch, BatchStatus, JudgeLogRow
+from mnemo.vocabulary import MemoryStatus
 
 logger = logging.getLogger(__name__)
 BATCH_EPISODES = 200

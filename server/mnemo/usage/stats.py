@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mnemo import transcripts
-from mnemo.daemon.api import Stats, StatsDay
+from mnemo.api.stats import Stats, StatsDay
 from mnemo.usage import suppression
 
 if TYPE_CHECKING:

@@ -1,22 +1,20 @@
 """Start the daemon on demand (exactly one), stop it, and ask whether it runs.
 
 Any client calls :func:`ensure_daemon`. If nothing answers on the socket it takes the start lock,
-checks again (another client may have started it meanwhile), and spawns the daemon detached: an
-intermediate process starts it in a new session and exits at once, so the daemon is re-parented
-to init — it outlives the client and never lingers as the client's zombie.
+checks again (another client may have started it meanwhile), and starts the daemon through
+:mod:`mnemo.client.spawn` with these settings.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
-import socket
 import subprocess
-import sys
 import time
 
-import httpx2
-
+from mnemo.client import spawn
+from mnemo.client.http import TransportError, UnixHTTP
 from mnemo.config import Settings
 from mnemo.daemon.rundir import ensure_private_dir, held_lock, is_locked, read_pid
 from mnemo.errors import DaemonError
@@ -27,31 +25,26 @@ POLL_S = 0.025
 
 def ping(settings: Settings, *, timeout_s: float = 2.0) -> dict[str, object] | None:
     """The daemon's health document, or None when nothing answers on the socket."""
-    if not accepts_connections(settings, timeout_s):
-        return None
-    transport = httpx2.HTTPTransport(uds=str(settings.socket_path))
+    http = UnixHTTP(str(settings.socket_path))
     try:
-        with httpx2.Client(transport=transport, base_url="http://mnemo", timeout=timeout_s) as client:
-            response = client.get(HEALTH_PATH)
-    except httpx2.TransportError:
-        return None
-    if response.status_code != 200:
-        return None
-    health: dict[str, object] = response.json()
-    return health
+        return health_of(http, timeout_s=timeout_s)
+    finally:
+        http.close()
 
 
-def accepts_connections(settings: Settings, timeout_s: float) -> bool:
-    """Whether something listens on the daemon's socket."""
-    # Probed with a plain socket first: httpx2's sync transport leaks the socket of a refused
-    # unix connection, and a refused connection is the common case here (no daemon yet).
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-        probe.settimeout(timeout_s)
-        try:
-            probe.connect(str(settings.socket_path))
-        except OSError:
-            return False
-    return True
+def health_of(http: UnixHTTP, *, timeout_s: float) -> dict[str, object] | None:
+    """``GET /v1/health`` through ``http``: the daemon's health, or None when nothing answers."""
+    try:
+        response = http.request("GET", HEALTH_PATH, timeout_s=timeout_s)
+    except (TransportError, TimeoutError):
+        return None
+    if response.status != 200:
+        return None
+    try:
+        health = json.loads(response.body)
+    except ValueError:
+        return None
+    return health if isinstance(health, dict) else None
 
 
 def ensure_daemon(settings: Settings) -> dict[str, object]:
@@ -101,26 +94,19 @@ def _start_and_wait(settings: Settings) -> dict[str, object]:
 
 
 def spawn_detached(settings: Settings) -> None:
-    """Start ``python -m mnemo.daemon`` through an intermediate that exits at once."""
-    settings.log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    intermediate = (
-        "import subprocess, sys\n"
-        "log = open(sys.argv[1], 'ab')\n"
-        "subprocess.Popen([sys.executable, '-m', 'mnemo.daemon'], stdin=subprocess.DEVNULL,\n"
-        "                 stdout=log, stderr=log, start_new_session=True, close_fds=True, cwd='/')\n"
+    """Start the daemon with these settings (:mod:`mnemo.client.spawn`); DaemonError if the
+    settings cannot be resolved where it starts."""
+    intermediate = spawn.start(
+        str(settings.log_dir), {**os.environ, **settings.as_environment()}, stderr=subprocess.PIPE
     )
-    completed = subprocess.run(
-        [sys.executable, "-c", intermediate, str(settings.log_dir / "daemon.stderr.log")],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**os.environ, **settings.as_environment()},
-        timeout=30,
-        check=False,
-    )
-    if completed.returncode != 0:
+    try:
+        _, errors = intermediate.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        intermediate.kill()
+        raise DaemonError("could not spawn the mnemo daemon: its starter did not finish in 30 s") from None
+    if intermediate.returncode != 0:
         raise DaemonError(
-            f"could not spawn the mnemo daemon: {completed.stderr.decode(errors='replace')[-500:]}"
+            f"could not spawn the mnemo daemon: {errors.decode(errors='replace')[-500:].strip()}"
         )
 
 

@@ -1,7 +1,8 @@
-"""The async client of the daemon's HTTP API over the unix socket (used by the MCP server and CLI).
+"""The async client of the daemon's HTTP API, with pydantic models in and out (mnemo-mcp, the
+importer, tests and tools).
 
-Requests go through :mod:`mnemo.daemon.wire` (a minimal HTTP/1.1 client, measured faster than a
-generic one). It starts the daemon when nothing answers (see :mod:`mnemo.daemon.launcher`) and retries a
+Requests go through :mod:`mnemo.client.http` in a worker thread, over pooled connections. It
+starts the daemon when nothing answers (see :mod:`mnemo.client.launcher`) and retries a
 request once after a connection failure — the daemon may have exited idle in between; a request
 that never connected cannot have been applied, so the retry cannot duplicate anything. Error
 bodies come back as the same :class:`~mnemo.errors.MnemoError` subclass the daemon raised.
@@ -9,16 +10,19 @@ bodies come back as the same :class:`~mnemo.errors.MnemoError` subclass the daem
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Self, TypeVar
 from urllib.parse import urlencode
 
+import anyio
 import anyio.to_thread
 from pydantic import BaseModel, ValidationError
 
+from mnemo.api.stats import Stats
+from mnemo.client.http import ConnectionLostError, NotSentError, UnixHTTP
+from mnemo.client.launcher import ensure_daemon
 from mnemo.config import Settings
 from mnemo.daemon.api import (
     MAX_BODY_BYTES,
@@ -35,22 +39,18 @@ from mnemo.daemon.api import (
     ReviewAction,
     ReviewQueue,
     ReviewUrl,
-    Stats,
     Status,
 )
-from mnemo.daemon.launcher import ensure_daemon
-from mnemo.daemon.wire import Dropped, Refused, Response, UnixHTTP
 from mnemo.episodes import AppendResult, EpisodeIn, new_id
 from mnemo.errors import (
-    ERRORS_BY_NAME,
     DaemonError,
     DaemonUnavailableError,
-    MnemoError,
     TooLargeError,
-    validated,
+    error_from_answer,
 )
 from mnemo.memories import Memory, RememberRequest
 from mnemo.recall import EpisodesResult, RecallEpisodeRequest, RecallRequest, RecallResult
+from mnemo.validation import validated
 
 logger = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
@@ -75,7 +75,7 @@ class DaemonClient:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         if self._http is not None:
-            await self._http.aclose()
+            self._http.close()
             self._http = None
 
     async def ensure_started(self) -> dict[str, object]:
@@ -89,29 +89,31 @@ class DaemonClient:
             raise RuntimeError("DaemonClient used outside `async with`")
         content = _encoded(body) if body is not None else None
         timeout_s = self._settings.request_timeout_s
+        http = self._http
         for attempt in (1, 2):
             try:
-                with anyio.fail_after(timeout_s):
-                    response = await self._http.request(method, path, content)
+                response = await anyio.to_thread.run_sync(
+                    lambda: http.request(method, path, content, timeout_s=timeout_s), abandon_on_cancel=True
+                )
                 break
             except TimeoutError:
                 raise DaemonError(
                     f"the mnemo daemon did not answer within {timeout_s:.0f} s (setting request_timeout_s)"
                 ) from None
-            except (Refused, Dropped) as exc:
-                # A refused connection never reached the daemon. A dropped one may come from a
+            except (NotSentError, ConnectionLostError) as exc:
+                # A connection never made never reached the daemon. A lost one may come from a
                 # daemon that is dying (a killed process accepts on its socket until its last
                 # thread is gone): only requests that are safe to repeat are retried then.
-                is_refused = isinstance(exc, Refused)
-                if attempt == 2 or not (is_refused or is_idempotent):
+                is_unsent = isinstance(exc, NotSentError)
+                if attempt == 2 or not (is_unsent or is_idempotent):
                     raise DaemonUnavailableError(
                         f"lost the connection to the mnemo daemon ({exc})"
-                        + ("" if is_refused else "; the request may or may not have been applied")
+                        + ("" if is_unsent else "; the request may or may not have been applied")
                     ) from None
                 logger.info("daemon connection failed (%s); starting it and retrying", exc)
                 await self.ensure_started()
         if response.status >= 400:
-            raise _error_from(response)
+            raise error_from_answer(response.status, response.body)
         try:
             return result.model_validate_json(response.body)
         except ValidationError as exc:
@@ -184,14 +186,3 @@ def _encoded(body: BaseModel) -> bytes:
             f"a request of {len(content):,} bytes is over the daemon's {MAX_BODY_BYTES:,} byte limit"
         )
     return content
-
-
-def _error_from(response: Response) -> MnemoError:
-    try:
-        payload: Any = json.loads(response.body)
-        error = payload["error"]
-        cls = ERRORS_BY_NAME.get(str(error["type"]), MnemoError)
-        return cls(str(error["message"]))
-    except (ValueError, KeyError, TypeError):
-        text = response.body[:500].decode("utf-8", "replace")
-        return DaemonError(f"the mnemo daemon answered {response.status}: {text}")

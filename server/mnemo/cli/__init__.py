@@ -1,0 +1,58 @@
+"""The ``mnemo`` command: remember, recall, recall-episode, forget, keep, review, import, status,
+stats, distill, judge-log, models, daemon.
+
+With ``--json``, recall and recall-episode print exactly the structured output of the MCP tools
+of the same name. Errors go to stderr as ``mnemo: error: …`` with exit status 1 (2 for usage).
+
+Each command group is a module, imported only when its command runs; the commands that talk to
+the daemon go through :class:`mnemo.client.plain.PlainClient` and import nothing but the
+standard library on the way to a running daemon (a test checks it).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+from mnemo.cli.context import EXIT_ERROR, Context
+from mnemo.cli.parser import build_parser
+from mnemo.errors import MnemoError
+
+# The module (mnemo.cli.<group>) of each command; its handler is cmd_<command>.
+GROUPS = {
+    "remember": "memory",
+    "recall": "memory",
+    "recall-episode": "memory",
+    "forget": "memory",
+    "keep": "curate",
+    "review": "curate",
+    "distill": "writer",
+    "judge-log": "writer",
+    "import": "imports",
+    "status": "ops",
+    "stats": "ops",
+    "models": "ops",
+    "daemon": "ops",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser(list(GROUPS)).parse_args(argv)
+    group = importlib.import_module(f"mnemo.cli.{GROUPS[args.command]}")
+    handler = getattr(group, "cmd_" + args.command.replace("-", "_"))
+    context = Context()
+    try:
+        code: int = handler(args, context)
+        return code
+    except MnemoError as exc:
+        sys.stderr.write(f"mnemo: error: {exc}\n")
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        sys.stderr.write("mnemo: interrupted\n")
+        return 130
+    finally:
+        context.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

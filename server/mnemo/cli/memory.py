@@ -1,0 +1,91 @@
+"""remember, recall, recall-episode, forget: memories and episodes, through the daemon."""
+
+from __future__ import annotations
+
+import argparse
+
+from mnemo.cli.context import EXIT_OK, Context, given
+from mnemo.cli.render import dump, show_episode, show_explain, show_memory, write
+
+
+def _entity(text: str) -> dict[str, object]:
+    spec, _, aliases = text.partition("=")
+    name, _, role = spec.partition(":")
+    return given(name=name, role=role or None, aliases=[a for a in aliases.split(",") if a.strip()])
+
+
+def cmd_remember(args: argparse.Namespace, context: Context) -> int:
+    request = given(
+        content=args.content,
+        type=args.type,
+        namespace=args.namespace,
+        what=args.what,
+        who=args.who,
+        when=args.when,
+        where=args.where,
+        why=args.why,
+        how=args.how,
+        entities=[_entity(e) for e in args.entity],
+    )
+    memory = context.client.call("POST", "/v1/memories", request, is_idempotent=False)
+    if args.json:
+        dump(memory)
+    else:
+        write(f"remembered {memory['id']}")
+    return EXIT_OK
+
+
+def cmd_recall(args: argparse.Namespace, context: Context) -> int:
+    request = given(
+        query=args.query,
+        namespace=args.namespace,
+        types=args.types,
+        include_history=args.include_history,
+        limit=args.limit,
+        explain=args.explain,
+    )
+    result = context.client.call("POST", "/v1/recall", request)
+    if args.json:
+        dump(result)
+        return EXIT_OK
+    for hit in result["memories"]:
+        show_memory(hit["memory"], hit["score"])
+        show_explain(hit.get("explain"))
+    if result["episodes"]:
+        write("no memory matched; episodes:")
+    for hit in result["episodes"]:
+        show_episode(hit["episode"], hit["score"])
+        show_explain(hit.get("explain"))
+    if not result["memories"] and not result["episodes"]:
+        write("nothing found")
+    return EXIT_OK
+
+
+def cmd_recall_episode(args: argparse.Namespace, context: Context) -> int:
+    request = given(
+        id=args.id,
+        session=args.session,
+        from_turn=args.from_turn,
+        to_turn=args.to_turn,
+        query=args.query,
+        namespace=args.namespace,
+        limit=args.limit,
+    )
+    result = context.client.call("POST", "/v1/episodes/query", request)
+    if args.json:
+        dump(result)
+        return EXIT_OK
+    for hit in result["episodes"]:
+        show_episode(hit["episode"], hit["score"] if args.query else None)
+    if not result["episodes"]:
+        write("no episodes found")
+    return EXIT_OK
+
+
+def cmd_forget(args: argparse.Namespace, context: Context) -> int:
+    memory = context.client.call("POST", "/v1/memories/forget", {"id": args.id, "reason": args.reason})
+    if args.json:
+        dump(memory)
+    else:
+        write(f"forgot {memory['id']} ({memory['content'][:80]})")
+    return EXIT_OK

@@ -1,0 +1,194 @@
+"""status, stats, models, daemon: running mnemo — its state, its use, its models, its process."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+from datetime import date, timedelta
+from pathlib import Path
+
+from mnemo.cli.context import EXIT_NOT_RUNNING, EXIT_OK, Context
+from mnemo.cli.render import Doc, dump, when, write
+from mnemo.errors import InputError
+
+
+def cmd_status(args: argparse.Namespace, context: Context) -> int:
+    status = context.client.call("GET", "/v1/status")
+    if args.json:
+        dump(status)
+        return EXIT_OK
+    where = context.client.where
+    memories = ", ".join(f"{k} {v:,}" for k, v in sorted(status["memories"].items())) or "none"
+    write(f"mnemo {status['version']}")
+    write(f"store      {status['store']}")
+    write(f"home       config {where.config_file}, logs {os.path.join(where.log_dir, 'daemon.log')}")
+    write(f"daemon     pid {status['pid']}, up {status['uptime_s']:,.1f} s")
+    write(f"schema     version {status['schema_version']}")
+    write(f"episodes   {status['episodes']:,}")
+    write(f"memories   {memories}")
+    write(f"entities   {status['entities']:,}")
+    write(f"embedder   {status['embedder']}")
+    built_s = status["index_build_s"]
+    index = "building" if built_s is None else f"built in {built_s:,.1f} s"
+    write(f"index      {index}, {status['embedding_backlog']:,} waiting for vectors")
+    for graph in status["vector_graphs"]:  # at the build; an index too small for a graph says nothing
+        if not graph.endswith(("no vectors", "no graph needed")):
+            write(f"           {graph}")
+    _show_model(status["language_model"])
+    _show_distillation(status["distillation"])
+    return EXIT_OK
+
+
+def _show_model(llm: Doc) -> None:
+    if not llm["endpoint"]:
+        write("model      none (set llm_url and llm_model to distil conversations)")
+        return
+    cap = f" of {llm['daily_cap']:,}" if llm["daily_cap"] else " (no cap)"
+    write(f"model      {llm['model']} at {llm['endpoint']}; today {llm['tokens_today']:,}{cap} tokens")
+    if llm["resumes_at"] is not None:
+        resumes = when(llm["resumes_at"], "%Y-%m-%d %H:%M")
+        write(f"           daily cap reached: model work resumes at {resumes} UTC")
+    for spend in llm["by_model"]:
+        write(
+            f"           {spend['model']}: {spend['calls']:,} calls, {spend['prompt_tokens']:,} prompt + "
+            f"{spend['completion_tokens']:,} completion tokens today"
+        )
+
+
+def _show_distillation(distillation: Doc) -> None:
+    if not distillation["enabled"]:
+        return
+    now = f", distilling {distillation['running']}" if distillation["running"] else ""
+    write(
+        f"distilled  {distillation['batches_done']:,} batches, {distillation['memories_added']:,} memories "
+        f"added since start{now}"
+    )
+    if distillation["paused_until"] is not None:
+        until = when(distillation["paused_until"], "%Y-%m-%d %H:%M:%S")
+        write(f"           paused until {until} UTC: {distillation['last_error']}")
+    if distillation["failed_batches"]:
+        count, latest = distillation["failed_batches"], distillation["last_failure"]
+        write(f"           {count:,} failed batch(es), see the daemon log; latest: {latest}")
+
+
+def cmd_stats(args: argparse.Namespace, context: Context) -> int:
+    if not 1 <= args.days <= 3_660:
+        raise InputError("--days: must be between 1 and 3,660")
+    stats = context.client.call("GET", f"/v1/stats?days={int(args.days)}")
+    if args.chart is not None:
+        _write_chart(args.chart, stats)
+    if args.json:
+        dump(stats)
+        return EXIT_OK
+    last = date.fromisoformat(stats["until"][:10]) - timedelta(days=1)
+    write(f"mnemo stats, {stats['since'][:10]} to {last:%Y-%m-%d} (UTC), {stats['person']}")
+    write(f"sessions          {stats['sessions']:,}")
+    tokens = f"{stats['tokens_injected']:,} tokens (estimated)"
+    write(f"injected          {stats['memories_injected']:,} memories, {tokens}")
+    if not stats["tokens_read"]:
+        write("share of reading  n/a: no session transcript found")
+    else:
+        share = stats["tokens_injected_read"] / stats["tokens_read"]
+        write(
+            f"share of reading  {share:.4%} of the {stats['tokens_read']:,} input tokens of "
+            f"{stats['sessions_read']:,} sessions was memory"
+        )
+    judged = stats["used"] + stats["unused"] + stats["unclear"]
+    counts = f"used {stats['used']:,}, clearly unused {stats['unused']:,}, unclear {stats['unclear']:,}"
+    write(f"verdicts          {judged:,}: {counts}")
+    write(f"suppressed        {len(stats['suppressed']):,} memories no longer injected for this person")
+    for memory in stats["suppressed"][:20]:
+        write(f"                  {memory}")
+    if args.chart is not None:
+        write(f"chart             {args.chart}")
+    return EXIT_OK
+
+
+def _write_chart(path: Path, stats: Doc) -> None:
+    from mnemo.api.stats import Stats  # noqa: PLC0415 - pydantic, for the chart only
+    from mnemo.usage.stats import render_html  # noqa: PLC0415
+
+    try:
+        path.write_text(render_html(Stats.model_validate(stats)), encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def cmd_models(args: argparse.Namespace, context: Context) -> int:
+    # Imported here: loading model code pulls in ONNX Runtime, which no other command needs.
+    from mnemo.cli.progress import ProgressBar  # noqa: PLC0415
+    from mnemo.embed import install_model, installed_models, verify_model  # noqa: PLC0415
+    from mnemo.embed.hub import DEFAULT_HUB_URL, HUB_MODELS, fetch_model  # noqa: PLC0415
+
+    settings = context.settings()
+    restart = "restart the daemon to use it (mnemo daemon stop)"
+    if args.action == "install":
+        if args.target is None:
+            raise InputError("mnemo models install needs the model directory to install")
+        info = install_model(Path(args.target), settings)
+        write(f"installed {info.id} at {info.location}; {restart}")
+        return EXIT_OK
+    if args.action == "fetch":
+        name = args.target or "embeddinggemma"
+        if name not in HUB_MODELS:
+            raise InputError(f"unknown model {name!r} to fetch; known: {', '.join(HUB_MODELS)}")
+        bar = None if args.quiet else ProgressBar(sys.stderr)
+        location = fetch_model(
+            HUB_MODELS[name],
+            Path(settings.models_dir),
+            hub_url=args.hub_url or DEFAULT_HUB_URL,
+            progress=None
+            if bar is None
+            else (lambda path, done, total: bar.show(done, total, f"{path}  {done / 2**20:,.0f} MB")),
+        )
+        if bar is not None:
+            bar.close()
+        write(f"fetched and verified {HUB_MODELS[name].id} into {location}; {restart}")
+        return EXIT_OK
+    models = installed_models(settings)
+    chosen = settings.embedder if settings.embedder != "auto" else (models[0].id if models else "none")
+    if args.action == "verify":
+        for info in models:
+            verify_model(info)
+            write(f"{info.id}: every file matches its sha256")
+        return EXIT_OK
+    if args.json:
+        write(
+            json.dumps({"embedder": chosen, "installed": [dataclasses.asdict(m) for m in models]}, indent=2)
+        )
+        return EXIT_OK
+    for info in models:
+        mark = "*" if info.id == chosen else " "
+        write(f"{mark} {info.id:<28} {info.family:<15} {info.dim:>4} dims  {info.location}")
+    if not models:
+        write("no embedding model installed: recall searches by words and entities only")
+    write(f"embedder setting: {settings.embedder} (the daemon uses {chosen})")
+    return EXIT_OK
+
+
+def cmd_daemon(args: argparse.Namespace, context: Context) -> int:
+    if args.action == "run":
+        # The very entry the launcher starts (its process settings included), in the foreground.
+        sys.stdout.flush()
+        os.execv(sys.executable, [sys.executable, "-m", "mnemo.daemon"])
+    from mnemo.client.launcher import daemon_pid, ensure_daemon, ping, stop_daemon  # noqa: PLC0415
+
+    settings = context.settings()
+    if args.action == "start":
+        started = ensure_daemon(settings)
+        write(f"mnemo daemon running, pid {started['pid']}, socket {settings.socket_path}")
+        return EXIT_OK
+    if args.action == "stop":
+        pid = stop_daemon(settings)
+        write("mnemo daemon was not running" if pid is None else f"stopped mnemo daemon (pid {pid})")
+        return EXIT_OK
+    health = ping(settings)
+    if health is None:
+        pid = daemon_pid(settings)
+        write("mnemo daemon not running" if pid is None else f"mnemo daemon pid {pid} is not answering")
+        return EXIT_NOT_RUNNING
+    write(f"mnemo daemon running, pid {health['pid']}, store {health['store']}")
+    return EXIT_OK
