@@ -28,8 +28,7 @@ class Embedder(Protocol):
     model_id: str
     dim: int
     # The cosine from which a question and a text count as related: a property of each model,
-    # measured (docs/recall.md): EmbeddingGemma puts off-topic questions near 0.1 and answers
-    # above 0.45, USE-multilingual off-topic below 0.14 and answers above 0.24.
+    # set between where its off-topic questions and its answers fall (docs/recall.md).
     related_cosine: float
     # Whether two threads may embed at once (a question need not wait for a background batch).
     is_thread_safe: bool
@@ -66,8 +65,9 @@ def sha256_of(path: Path) -> str:
 def verify_files(directory: Path, expected: dict[str, str]) -> None:
     """Check every file against its pinned sha256; raise ConfigError naming the first mismatch.
 
-    Hashing a 300 MB model takes about a second, so a successful check is remembered in a stamp
-    file keyed by each file's size and mtime, and redone only when a file changes.
+    Hashing hundreds of megabytes at every start would be slow, so a successful check is
+    remembered in a stamp file keyed by each file's size and mtime, and redone only when a file
+    changes.
     """
     stamp_path = directory / _VERIFIED_STAMP
     current = {}

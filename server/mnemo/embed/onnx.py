@@ -4,8 +4,8 @@ The directory holds the ONNX graph, ``tokenizer.json`` and ``mnemo-model.json`` 
 dimension, prefixes, and the sha256 of every file). Files are verified before loading, against
 the hashes pinned in :mod:`mnemo.embed.catalog` for known models. Texts are embedded
 without padding: texts of the same token length share a batch, others run alone. Padding changes
-an int8 model's output (cosine 0.983 to the same text alone), and pad-free embedding matched fp32
-quality in the recipe's measurements.
+an int8 model's output (a padded text's vector is not the one it gets alone), while without it
+the int8 model keeps the float model's quality.
 """
 
 from __future__ import annotations
@@ -95,9 +95,8 @@ class OnnxEmbedder:
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
         # The pool's threads spin between operators within a run (fast), but stop when the run
-        # returns: left spinning, they took a core from the ranking that follows a question's
-        # embedding and from the event loop. Measured once, EmbeddingGemma at 100k memories on 2
-        # cores: embedding p95 18.9 ms instead of 22.2, the ranking after it 3.7 instead of 5.3.
+        # returns: left spinning, they would take a core from the ranking that follows a
+        # question's embedding and from the event loop, slowing both.
         options.add_session_config_entry("session.force_spinning_stop", "1")
         self._session = onnxruntime.InferenceSession(
             str(directory / manifest.onnx_file), options, providers=["CPUExecutionProvider"]

@@ -3,8 +3,8 @@
 The base is CSR arrays (per term: document rows and term frequencies), built in one vectorised
 pass; documents added later go to a dictionary segment that is folded into the base when it grows
 past a fraction of it. A bulk load (the daemon's start) keeps its pages' postings aside as arrays
-and sorts them into the base once, at ``finish_bulk``: folded in page by page, a million
-documents cost a sort of the whole index at every fold. Removal is not handled here: the engine
+and sorts them into the base once, at ``finish_bulk``: folded in page by page, every fold would
+sort the whole index again. Removal is not handled here: the engine
 masks rows out when it scores.
 """
 
@@ -45,8 +45,8 @@ class LexicalIndex:
         self._recent_heads: dict[int, npt.NDArray[np.int32]] = {}
         # Cells of candidate rows, written and read back to drop repeats (see _distinct).
         self._scratch = np.zeros(0, dtype=np.int32)
-        # The recent segment's postings as arrays, made on first read after a change: converting
-        # a common term's Python list on every question cost milliseconds at a million rows.
+        # The recent segment's postings as arrays, made on first read after a change, so that a
+        # common term's long Python list is not converted again for every question.
         self._recent_arrays: dict[int, tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]] = {}
         # A bulk load's postings (term ids, rows, tfs per page), not searchable until finish_bulk.
         self._bulk: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.float32]]] = []
@@ -105,7 +105,7 @@ class LexicalIndex:
             grown = np.zeros(max(len(self._vocabulary), 2 * len(self._df)), dtype=np.int64)
             grown[: len(self._df)] = self._df
             self._df = grown
-        np.add.at(self._df, term_ids, 1)  # ~1 µs for one document (a bincount over the vocabulary: 70)
+        np.add.at(self._df, term_ids, 1)  # touches only these terms (a bincount would walk the vocabulary)
 
     def _postings(
         self, documents: Sequence[Sequence[str]], start: int

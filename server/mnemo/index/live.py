@@ -4,7 +4,8 @@ Built from the store at start (memories, episodes, the active model's vectors); 
 write is applied at once — a new memory is searchable by words and entities immediately and by
 vector as soon as the background embedder reaches it; a close or forget changes its status in
 place. Anything without a vector of the active model (new writes, or everything after a model
-switch) waits in the embedding backlog, which ``Embedding`` drains in the background.
+switch) waits in the embedding backlog, which the daemon's background embedder drains
+(``take_backlog``, then ``put_vectors``).
 """
 
 from __future__ import annotations
@@ -24,21 +25,11 @@ import numpy.typing as npt
 
 from mnemo.embed import Embedder
 from mnemo.episodes import Episode
-from mnemo.index.engine import (
-    CANDIDATE,
-    CLOSED,
-    CURRENT,
-    Document,
-    Ranked,
-    SearchIndex,
-    SearchQuery,
-    Vector,
-    Weights,
-    on_vector_thread,
-    resolved,
-)
+from mnemo.index.documents import CANDIDATE, CLOSED, CURRENT, Document, Ranked, SearchQuery, Vector, resolved
+from mnemo.index.engine import SearchIndex, on_vector_thread
 from mnemo.index.entities import EntityMatcher, entity_key
 from mnemo.index.query import Analysis, analyse
+from mnemo.index.ranking import Weights
 from mnemo.index.snapshot import GraphSnapshot
 from mnemo.index.text import terms as text_terms
 from mnemo.memories import Memory
@@ -99,9 +90,9 @@ def passages(text: str, limit: int = PASSAGE_CHARS) -> list[str]:
 
 
 def episode_documents(episode: Episode) -> list[Document]:
-    # The speaker's name is part of the searched text, not an entity: a bonus for every turn of
-    # the person a question names buried the right turn whenever the question named the wrong
-    # person (LoCoMo adversarial R@10 67 → 32, BM25 only; tools/eval_locomo.py).
+    # The speaker's name is part of the searched text, not an entity: as an entity, every turn of
+    # the person a question names would get the entity bonus, and a question naming the wrong
+    # person would bury the right turn under theirs.
     speaker = f"{episode.who}: " if episode.who else ""
     return [
         Document(
@@ -148,8 +139,8 @@ class Question:
         return resolved(self.embedding)
 
 
-# Words only (no embedding model): BM25 is all of relevance; a neighbour's counts 0.6
-# (tools/tune_recall_weights.py --embedder none, docs/recall.md).
+# Words only (no embedding model): BM25 is all of relevance; the neighbouring turn's weight was
+# chosen as each model's is (tools/tune_recall_weights.py --embedder none, docs/recall.md).
 WORDS_ONLY = Weights(vector=0.0, lexical=1.0, context=0.6)
 
 
@@ -174,8 +165,8 @@ class RecallEngine:
         self._matcher = EntityMatcher([])
         self._matcher_is_stale = False
         self._backlog: deque[tuple[str, str, str]] = deque()  # (index name, key, text)
-        # Each memory's current version, as compressed JSON: recall answers without a store read
-        # (a chDB point read costs ~20 ms at 100k memories; this costs microseconds).
+        # Each memory's current version, as compressed JSON: recall answers without a store read,
+        # which would cost more than the whole search; compressed, the copies take little RAM.
         self._memories: dict[str, bytes] = {}
 
     # -- writes --------------------------------------------------------------------------------

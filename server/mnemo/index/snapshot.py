@@ -1,9 +1,8 @@
 """A search index's vector graph saved between daemon runs, and read back only if it checks out.
 
-Building the HNSW graph is most of a large index's start (a million 768-dimension rows: 242 s
-on two cores with its save; read back and checked, with BM25's final sort, in 8.9 s), so the
-daemon saves each index's graph after building it and at exit, and the next start adopts it
-(``VectorIndex.settle_graph``).
+Building the HNSW graph is most of a large index's start, and reading one back and checking it is
+a small part of that, so the daemon saves each index's graph after building it and at exit, and
+the next start adopts it (``VectorIndex.settle_graph``).
 
 Row numbers are the daemon's own and change between runs, so a saved graph names each node by its
 document key, with a fingerprint of the codes it was built from; a node is kept only where its key

@@ -1,20 +1,19 @@
 """Nearest neighbours over int8-quantised unit vectors, stored by group (namespace).
 
-Rows are stored as int8 (``round(127·v)`` of an L2-normalised vector: a quarter of float32's
-RAM, and cosine within ~1 % of it), contiguously per group: a search narrowed to a few groups
-scans just their codes, exactly, without gathering rows from all over memory. Measured at a
-million 768-dimension rows: a 25,000-row namespace scans in ~3 ms; gathering it first cost 3–6 ms
-more, and the global graph, asked for enough neighbours to find 200 inside it, 16 ms and up.
-Search is exact (SIMD int8 inner products through usearch's brute-force kernel) while the index
-is small, and through an HNSW graph once it holds more than ``exact_max_rows`` rows (given the
-same int8 codes: no float copy is made, and graph and scans compare the same vectors). Any other
-filter narrows the rows that may be returned: few allowed rows are searched exactly; otherwise
-the search over-fetches and drops what the filter forbids.
+Rows are stored as int8 codes (:mod:`mnemo.index.codes`), contiguously per group: a search
+narrowed to a few groups scans just their codes, exactly and in place, which costs less than
+gathering the same rows from all over memory first, or than asking the global graph for enough
+neighbours to find the wanted number inside those groups. Search is exact (SIMD int8 inner
+products through usearch's brute-force kernel) while the index is small, and through an HNSW
+graph once it holds more than ``exact_max_rows`` rows (given the same int8 codes: no float copy
+is made, and graph and scans compare the same vectors). Any other filter narrows the rows that
+may be returned: few allowed rows are searched exactly; otherwise the search over-fetches and
+drops what the filter forbids.
 
-Building the graph is most of a large index's start (a million rows: ~5 minutes on two cores), so
-a bulk load defers it (``put(..., bulk=True)``) and ``settle_graph`` then adopts a graph saved by
-an earlier run (``save_graph``) when one is given, keeping each saved node whose row still holds
-the very codes it was built from (checked by fingerprint) and adding what is new.
+Building the graph is most of a large index's start, so a bulk load defers it
+(``put(..., bulk=True)``) and ``settle_graph`` then adopts a graph saved by an earlier run
+(``save_graph``) when one is given, keeping each saved node whose row still holds the very codes
+it was built from (checked by fingerprint) and adding what is new.
 """
 
 from __future__ import annotations
@@ -29,11 +28,12 @@ import numpy as np
 import numpy.typing as npt
 from usearch.index import Index, MetricKind, ScalarKind, search  # type: ignore[attr-defined]
 
+from mnemo.index.codes import CodeGroup, fingerprints, quantise
+
 EXACT_MAX_ROWS = 20_000
 _SUBSET_EXACT_MAX_ROWS = 20_000
 _SCAN_OR_GRAPH = 24  # see VectorIndex._scan_max_rows
 _SCAN_CALLS_MAX = 4  # groups searched one by one; more are merged first
-_SCALE = 127.0
 # A saved graph is rebuilt rather than adopted when more than this share of its nodes is stale:
 # removed nodes stay in an HNSW graph as tombstones that searches still walk.
 _STALE_MAX_SHARE = 0.2
@@ -41,26 +41,6 @@ _FINGERPRINT_CHUNK_ROWS = 65_536
 _RENAMED = np.uint64(1 << 62)  # labels are moved out of the rows' range before taking them
 
 logger = logging.getLogger(__name__)
-
-
-def quantise(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.int8]:
-    """int8 codes of unit vectors (rows are re-normalised first, so any scale is accepted)."""
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    unit = vectors / np.maximum(norms, 1e-12)
-    codes: npt.NDArray[np.int8] = np.clip(np.rint(unit * _SCALE), -127, 127).astype(np.int8)
-    return codes
-
-
-def _fingerprints(codes: npt.NDArray[np.int8]) -> npt.NDArray[np.uint64]:
-    """A 64-bit fingerprint of each row of codes (a fixed random linear hash of its bytes): two
-    rows with different codes share one with probability ~2⁻⁶⁴."""
-    dim = codes.shape[1]
-    width = -(-dim // 8) * 8
-    multipliers = np.random.default_rng(dim).integers(1, 1 << 63, size=width // 8, dtype=np.uint64) | 1
-    padded = np.zeros((len(codes), width), dtype=np.int8)
-    padded[:, :dim] = codes
-    fingerprints: npt.NDArray[np.uint64] = (padded.view(np.uint64) * multipliers).sum(axis=1, dtype=np.uint64)
-    return fingerprints
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,44 +55,10 @@ class SavedGraph:
     fingerprints: npt.NDArray[np.uint64]
 
 
-class _Group:
-    """One group's codes, contiguous, and the row each slot holds."""
-
-    __slots__ = ("codes", "rows", "size")
-
-    def __init__(self, dim: int) -> None:
-        self.codes = np.zeros((0, dim), dtype=np.int8)
-        self.rows = np.zeros(0, dtype=np.int64)
-        self.size = 0
-
-    def append(self, rows: npt.NDArray[np.int64], codes: npt.NDArray[np.int8]) -> npt.NDArray[np.int64]:
-        """Store new rows' codes at the end; their slots."""
-        needed = self.size + len(rows)
-        if needed > len(self.rows):
-            # Grow by a quarter, not double: codes are most of the index's RAM.
-            capacity = max(needed, len(self.rows) + len(self.rows) // 4, 256)
-            grown_codes = np.zeros((capacity, self.codes.shape[1]), dtype=np.int8)
-            grown_codes[: self.size] = self.codes[: self.size]
-            grown_rows = np.zeros(capacity, dtype=np.int64)
-            grown_rows[: self.size] = self.rows[: self.size]
-            self.codes, self.rows = grown_codes, grown_rows
-        slots = np.arange(self.size, needed, dtype=np.int64)
-        self.codes[slots] = codes
-        self.rows[slots] = rows
-        self.size = needed
-        return slots
-
-    def trim(self) -> None:
-        """Give back the spare rows growth left (after a bulk load, ~a fifth of the codes)."""
-        if len(self.rows) > self.size:
-            self.codes = self.codes[: self.size].copy()
-            self.rows = self.rows[: self.size].copy()
-
-
 class VectorIndex:
     def __init__(self, dim: int, *, exact_max_rows: int = EXACT_MAX_ROWS) -> None:
         self.dim = dim
-        self._groups: list[_Group] = []
+        self._groups: list[CodeGroup] = []
         self._group_ids: dict[str, int] = {}
         # Per row: its group and slot there (-1: no vector), and whether it has a vector.
         self._group_of = np.zeros(0, dtype=np.int32)
@@ -121,7 +67,7 @@ class VectorIndex:
         self._size = 0
         self._exact_max_rows = exact_max_rows
         self._graph: Index | None = None
-        self._merged: _Group | None = None  # every group's codes in one matrix (see _scan)
+        self._merged: CodeGroup | None = None  # every group's codes in one matrix (see _scan)
         self._unsaved = 0  # graph nodes added or dropped since it was built, adopted or saved
 
     @property
@@ -199,7 +145,7 @@ class VectorIndex:
         out = np.empty(len(rows), dtype=np.uint64)
         for start in range(0, len(rows), _FINGERPRINT_CHUNK_ROWS):
             chunk = rows[start : start + _FINGERPRINT_CHUNK_ROWS]
-            out[start : start + len(chunk)] = _fingerprints(self._codes_of(chunk))
+            out[start : start + len(chunk)] = fingerprints(self._codes_of(chunk))
         return out
 
     def save_graph(self, path: Path) -> npt.NDArray[np.int64]:
@@ -267,10 +213,11 @@ class VectorIndex:
         """The most rows of narrowed groups scanned rather than searched through the graph, for
         ``count`` neighbours.
 
-        Measured at a million 768-dimension rows: a scan of S rows costs ~0.1 ms per 1,000; the
-        graph, asked for the ~1.2·count/share neighbours it takes to find ``count`` inside groups
-        holding a share S/rows of the index, ~1 ms per 500. The two meet near
-        S = sqrt(24 × count × rows): ~49,000 rows of a million for 100 neighbours.
+        A scan costs in proportion to the S rows it reads; the graph, in proportion to the
+        neighbours it must fetch to find ``count`` inside groups holding a share S/rows of the
+        index, about count·rows/S with a margin. The two costs meet where S² is proportional to
+        count·rows: ``_SCAN_OR_GRAPH`` is the graph's cost per neighbour over the scan's per row,
+        margin included (tools/bench_recall.py measures both).
         """
         return max(self._exact_max_rows, int(math.sqrt(_SCAN_OR_GRAPH * count * self._size)))
 
@@ -278,7 +225,7 @@ class VectorIndex:
         group_id = self._group_ids.get(group)
         if group_id is None:
             group_id = self._group_ids[group] = len(self._groups)
-            self._groups.append(_Group(self.dim))
+            self._groups.append(CodeGroup(self.dim))
         return group_id
 
     def _grow(self, needed: int) -> None:
@@ -373,7 +320,7 @@ class VectorIndex:
         self,
         code: npt.NDArray[np.int8],
         count: int,
-        groups: Sequence[_Group],
+        groups: Sequence[CodeGroup],
         allowed: npt.NDArray[np.bool_] | None,
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """Exact search of whole groups, in place, keeping only allowed rows (``allowed`` covers
@@ -382,13 +329,13 @@ class VectorIndex:
         found_cosines: list[npt.NDArray[np.float32]] = []
         # (Not while a bulk load waits for its graph: every group merged would be a copy of all.)
         if len(groups) > _SCAN_CALLS_MAX and not (groups is self._groups and self.wants_graph):
-            # A search call costs ~0.1 ms before it reads a row: many small groups are copied
-            # into one matrix and searched at once. All of them (an unnarrowed search of an
+            # Each search call has a fixed cost before it reads a row: many small groups are
+            # copied into one matrix and searched at once. All of them (an unnarrowed search of an
             # index too small for a graph, at most exact_max_rows rows) are kept until a put.
             if groups is self._groups and self._merged is not None:
                 groups = [self._merged]
             else:
-                merged = _Group(self.dim)
+                merged = CodeGroup(self.dim)
                 merged.codes = np.concatenate([g.codes[: g.size] for g in groups])
                 merged.rows = np.concatenate([g.rows[: g.size] for g in groups])
                 merged.size = len(merged.rows)

@@ -1,0 +1,167 @@
+"""A search index's rows: who each one is, and a roaring bitmap per value it can be filtered by.
+
+Rows are appended, never moved: a document put again under its key gets a new row and its old one
+retires (leaves the live bitmap); a status change moves a row between status bitmaps in place.
+Filters are bitmap unions and intersections; the boolean mask of a filter (what the BM25 and
+vector searches take) is cached until the next write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+from pyroaring import BitMap
+
+from mnemo.index.documents import Document, SearchQuery
+
+_MAX_CACHED_MASKS = 32
+
+
+def _union(maps: Iterable[BitMap]) -> BitMap:
+    out = BitMap()
+    for m in maps:
+        out |= m
+    return out
+
+
+class RowTable:
+    """The rows of one search index. Attributes are read by the index and its ranking; they are
+    written only through the methods here. Not thread-safe: the index locks around it."""
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+        self.owners: list[str] = []
+        self.row_of: dict[str, int] = {}
+        self.times_ms = np.zeros(0, dtype=np.int64)
+        self.live = BitMap()
+        self.status_of: list[str] = []
+        self.namespace_of: list[str] = []
+        self.by_entity: dict[str, BitMap] = {}
+        self.by_filled: dict[str, BitMap] = {}
+        # Where a row sits in a conversation (session, turn), and the rows at each place.
+        self.place_of: list[tuple[str, int] | None] = []
+        self.rows_at: dict[tuple[str, int], list[int]] = {}
+        self._by_namespace: dict[str, BitMap] = {}
+        self._by_kind: dict[str, BitMap] = {}
+        self._by_status: dict[str, BitMap] = {}
+        self._by_who: dict[str, BitMap] = {}
+        self._by_session: dict[str, BitMap] = {}
+        self._by_entity_role: dict[tuple[str, str], BitMap] = {}
+        self._generation = 0  # bumped by every write; cached masks of older generations are stale
+        self._masks: dict[object, tuple[int, BitMap, npt.NDArray[np.bool_]]] = {}
+
+    def __len__(self) -> int:
+        return len(self.live)
+
+    def append(self, documents: Sequence[Document]) -> None:
+        """Give each document the next row; a key already present retires its old row."""
+        self._generation += 1
+        start = len(self.keys)
+        for document in documents:
+            old = self.row_of.get(document.key)
+            if old is not None:
+                self.live.discard(old)
+        self._grow_times(start + len(documents))
+        for offset, document in enumerate(documents):
+            row = start + offset
+            self.keys.append(document.key)
+            self.owners.append(document.owner)
+            self.status_of.append(document.status)
+            self.namespace_of.append(document.namespace)
+            place = (
+                (document.session, document.turn) if document.session and document.turn is not None else None
+            )
+            self.place_of.append(place)
+            if place is not None:
+                self.rows_at.setdefault(place, []).append(row)
+            self.row_of[document.key] = row
+            self.times_ms[row] = int(document.time.timestamp() * 1000)
+            self.live.add(row)
+            self._by_namespace.setdefault(document.namespace, BitMap()).add(row)
+            self._by_kind.setdefault(document.kind, BitMap()).add(row)
+            self._by_status.setdefault(document.status, BitMap()).add(row)
+            if document.who:
+                self._by_who.setdefault(document.who, BitMap()).add(row)
+            if document.session:
+                self._by_session.setdefault(document.session, BitMap()).add(row)
+            for entity, role in document.entities:
+                self.by_entity.setdefault(entity, BitMap()).add(row)
+                self._by_entity_role.setdefault((entity, role), BitMap()).add(row)
+            for w in document.filled:
+                self.by_filled.setdefault(w, BitMap()).add(row)
+
+    def _grow_times(self, needed: int) -> None:
+        if needed > len(self.times_ms):
+            grown = np.zeros(max(needed, 2 * len(self.times_ms), 1024), dtype=np.int64)
+            grown[: len(self.keys)] = self.times_ms[: len(self.keys)]
+            self.times_ms = grown
+
+    def set_status(self, key: str, status: str) -> bool:
+        """Move a document's row to another status in place; False when the key is unknown."""
+        row = self.row_of.get(key)
+        if row is None:
+            return False
+        self._generation += 1
+        self._by_status[self.status_of[row]].discard(row)
+        self._by_status.setdefault(status, BitMap()).add(row)
+        self.status_of[row] = status
+        return True
+
+    def live_keys(self) -> list[str]:
+        """Each row's key, or "" for a retired row (its key re-added since under another row)."""
+        return [key if row in self.live else "" for row, key in enumerate(self.keys)]
+
+    def _allowed(self, query: SearchQuery) -> BitMap:
+        allowed = _union(self._by_status.get(s, BitMap()) for s in query.statuses) & self.live
+        if query.namespaces is not None:
+            allowed &= _union(self._by_namespace.get(n, BitMap()) for n in query.namespaces)
+        if query.kinds is not None:
+            allowed &= _union(self._by_kind.get(k, BitMap()) for k in query.kinds)
+        if query.sessions is not None:
+            allowed &= _union(self._by_session.get(s, BitMap()) for s in query.sessions)
+        for session in query.sessions_excluded:
+            allowed -= self._by_session.get(session, BitMap())
+        return allowed
+
+    def allowed(self, query: SearchQuery) -> tuple[BitMap, npt.NDArray[np.bool_]]:
+        """The rows a query may return, as a bitmap and a boolean mask, cached per filter.
+
+        A mask is a pass over every row; hooks ask with the same filters again and again, so
+        masks are kept until the next write changes the rows.
+        """
+        key = (
+            tuple(query.statuses),
+            None if query.namespaces is None else tuple(query.namespaces),
+            None if query.kinds is None else tuple(query.kinds),
+            None if query.sessions is None else tuple(query.sessions),
+            tuple(query.sessions_excluded),
+        )
+        cached = self._masks.get(key)
+        if cached is not None and cached[0] == self._generation:
+            return cached[1], cached[2]
+        allowed = self._allowed(query)
+        mask = np.zeros(len(self.keys), dtype=bool)
+        mask[np.asarray(allowed.to_array(), dtype=np.int64)] = True
+        if len(self._masks) >= _MAX_CACHED_MASKS:
+            self._masks.clear()
+        self._masks[key] = (self._generation, allowed, mask)
+        return allowed, mask
+
+    def naming(self, entities: Iterable[str]) -> BitMap:
+        """Rows that name any of ``entities``."""
+        return _union(self.by_entity.get(e, BitMap()) for e in entities)
+
+    def adjacent(self, row: int) -> list[int]:
+        """Rows of the turns just before and after this row's turn, in the same session."""
+        place = self.place_of[row]
+        if place is None:
+            return []
+        session, turn = place
+        return self.rows_at.get((session, turn - 1), []) + self.rows_at.get((session, turn + 1), [])
+
+    def neighbours(self, rows: npt.NDArray[np.int64], mask: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
+        """The allowed rows adjacent to any of ``rows``."""
+        found = [r for row in rows.tolist() for r in self.adjacent(row) if r < len(mask) and mask[r]]
+        return np.asarray(found, dtype=np.int64)
