@@ -87,6 +87,18 @@ class Clock:
         return self.now
 
 
+@contextmanager
+def frequent_thread_switches() -> Iterator[None]:
+    """Make the interpreter switch threads every microsecond or so inside the block, so that a
+    test's threads interleave inside each other's every step (a race shows, not only sometimes)."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(before)
+
+
 def is_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

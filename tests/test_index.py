@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import math
 import random
+import string
 import threading
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
 import pytest
+import snowballstemmer
 
 from mnemo.index import engine as engine_module
 from mnemo.index import lexical
@@ -20,8 +23,9 @@ from mnemo.index.entities import EntityMatcher
 from mnemo.index.lexical import K1, B, LexicalIndex
 from mnemo.index.query import Asked, analyse
 from mnemo.index.snapshot import GraphSnapshot
-from mnemo.index.text import Language, query_terms, terms, tokens
+from mnemo.index.text import Language, query_terms, stem, terms, tokens
 from mnemo.index.vectors import VectorIndex
+from tests.helpers import frequent_thread_switches
 
 NOW = datetime(2026, 11, 30, 15, 0, tzinfo=UTC)  # a Monday
 WORDS = "gateway timeout deploy thursday tuesday postgres replica cache index lb.tf v2 retry queue".split()
@@ -40,6 +44,26 @@ def test_stemming_follows_the_language_of_the_text() -> None:
     assert spanish[0].startswith("despleg") and len(spanish) == 2
     assert query_terms("¿Por qué usábamos Postgres?")[1] is Language.SPANISH
     assert query_terms("why did we use postgres?") == (["use", "postgr"], Language.ENGLISH)
+
+
+def test_words_stemmed_by_several_threads_at_once_each_get_their_own_stem() -> None:
+    """The daemon indexes in worker threads while recalls analyse questions in others: a word's
+    stem must not depend on what another thread stems at the same moment."""
+    rng = random.Random(3)
+    suffixes = ("ing", "ed", "ations", "ness", "ies", "ement", "ly", "s")
+    # Words no other test stems, so that each is stemmed here, not read from the cache.
+    words = [
+        "zq" + "".join(rng.choices(string.ascii_lowercase, k=6)) + rng.choice(suffixes) for _ in range(3_000)
+    ]
+    english = snowballstemmer.stemmer("english")  # this test's own, used by this thread alone
+    expected = {w: english.stemWord(w) for w in words}
+
+    def stem_all(k: int) -> dict[str, str]:
+        return {w: stem(w, Language.ENGLISH) for w in (words if k % 2 else reversed(words))}
+
+    with frequent_thread_switches(), ThreadPoolExecutor(4) as pool:
+        stemmed = list(pool.map(stem_all, range(4)))
+    assert all(found == expected for found in stemmed)
 
 
 def _bm25_oracle(query: list[str], docs: list[list[str]]) -> list[float]:

@@ -11,6 +11,7 @@ language (English or Spanish, told apart by their stopwords), so "deploys"/"depl
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 from collections.abc import Callable
 from enum import StrEnum
@@ -76,13 +77,18 @@ def detect_language(words: list[str]) -> Language:
 
 def _stemmer(language: Language) -> Callable[[str], str]:
     algorithm = snowballstemmer.stemmer("english" if language is Language.ENGLISH else "spanish")
+    # A snowball stemmer works on state kept in the instance: two threads stemming at once (the
+    # daemon indexes in worker threads while recalls analyse questions) would each get a mangled
+    # word, and the cache would keep it. Cached words take no lock.
+    stemming = threading.Lock()
 
     @lru_cache(maxsize=200_000)
     def stem(word: str) -> str:
         # Identifiers, numbers and short words are kept as written: "v2", "lb.tf", "120", "db".
         if len(word) <= 3 or not word.isalpha():
             return word
-        return str(algorithm.stemWord(word))
+        with stemming:
+            return str(algorithm.stemWord(word))
 
     return stem
 
