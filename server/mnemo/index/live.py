@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import zlib
 from collections import deque
 from collections.abc import Container, Iterable, Sequence
@@ -154,29 +155,45 @@ def weights_for(embedder: Embedder | None) -> Weights:
 
 
 class RecallEngine:
-    """Two search indexes (memories, episode passages), the entity automaton, and the embedder."""
+    """Two search indexes (memories, episode passages), the entity automaton, and the embedder.
+
+    Safe to use from several threads: the daemon's writers (appends, remembers, the distiller,
+    review steps) change it from worker threads while recalls read it. Each index locks itself;
+    the engine's own state is guarded by ``_lock``, held only for a few dictionary or deque steps —
+    never while an index searches or the entity automaton is built — so a recall never waits for
+    more than those. The automaton is immutable: a rebuilt one replaces it whole.
+    """
 
     def __init__(self, embedder: Embedder | None) -> None:
         self.embedder = embedder
         weights = weights_for(embedder)
         self.memories = SearchIndex(weights)
         self.passages = SearchIndex(weights)
+        self._lock = threading.Lock()
+        # Under _lock: every entity's surface forms, and a count of their changes.
         self._entity_forms: dict[str, set[str]] = {}
-        self._matcher = EntityMatcher([])
-        self._matcher_is_stale = False
-        self._backlog: deque[tuple[str, str, str]] = deque()  # (index name, key, text)
+        self._forms_version = 0
+        # The automaton and the forms version it was built from, swapped as one tuple; one thread
+        # at a time rebuilds it (_matcher_lock), so a build never replaces a newer one.
+        self._matcher: tuple[int, EntityMatcher] = (0, EntityMatcher([]))
+        self._matcher_lock = threading.Lock()
+        self._backlog: deque[tuple[str, str, str]] = deque()  # (index name, key, text); under _lock
         # Each memory's current version, as compressed JSON: recall answers without a store read,
         # which would cost more than the whole search; compressed, the copies take little RAM.
+        # Only ever read or written one key at a time (atomic), never iterated: no lock.
         self._memories: dict[str, bytes] = {}
 
     # -- writes --------------------------------------------------------------------------------
 
     def add_entities(self, entities: Iterable[tuple[str, str, Sequence[str]]]) -> None:
-        for key, name, aliases in entities:
-            forms = self._entity_forms.setdefault(key, set())
-            before = len(forms)
-            forms.update([name, *aliases])
-            self._matcher_is_stale |= len(forms) != before
+        wanted = list(entities)
+        with self._lock:
+            for key, name, aliases in wanted:
+                forms = self._entity_forms.setdefault(key, set())
+                before = len(forms)
+                forms.update([name, *aliases])
+                if len(forms) != before:
+                    self._forms_version += 1
 
     def add_memories(
         self, memories: Sequence[Memory], embedded: Container[str] = (), *, bulk: bool = False
@@ -188,7 +205,9 @@ class RecallEngine:
         for memory in memories:
             self._memories[memory.id] = zlib.compress(memory.model_dump_json().encode(), 1)
         self.add_entities((entity_key(e.name), e.name, ()) for m in memories for e in m.entities)
-        self._backlog.extend(("memories", d.key, d.text) for d in documents if d.key not in embedded)
+        waiting = [("memories", d.key, d.text) for d in documents if d.key not in embedded]
+        with self._lock:
+            self._backlog.extend(waiting)
 
     def set_memory_status(self, memory: Memory) -> None:
         """Apply at once a new version whose searched text did not change (a close, a forget, a
@@ -210,7 +229,9 @@ class RecallEngine:
         ``bulk``: a page of the start-up load (see ``finish_build``)."""
         documents = [d for e in episodes for d in episode_documents(e)]
         self.passages.add(documents, bulk=bulk)
-        self._backlog.extend(("passages", d.key, d.text) for d in documents if d.key not in embedded)
+        waiting = [("passages", d.key, d.text) for d in documents if d.key not in embedded]
+        with self._lock:
+            self._backlog.extend(waiting)
 
     def put_vectors(self, items: Sequence[tuple[str, str]], vectors: npt.NDArray[np.float32]) -> None:
         """Vectors for backlog items: (index name, key) per row of ``vectors``."""
@@ -256,24 +277,38 @@ class RecallEngine:
 
     @property
     def backlog(self) -> int:
-        return len(self._backlog) if self.embedder is not None else 0
+        if self.embedder is None:
+            return 0
+        with self._lock:
+            return len(self._backlog)
 
     def take_backlog(self, count: int) -> list[tuple[str, str, str]]:
         """Up to ``count`` (index name, key, text) items still waiting for a vector."""
         taken: list[tuple[str, str, str]] = []
-        while self._backlog and len(taken) < count:
-            name, key, text = self._backlog.popleft()
-            if (self.memories if name == "memories" else self.passages).has_key(key):
-                taken.append((name, key, text))
+        with self._lock:  # has_key is a dictionary lookup: no index lock is taken under this one
+            while self._backlog and len(taken) < count:
+                name, key, text = self._backlog.popleft()
+                if (self.memories if name == "memories" else self.passages).has_key(key):
+                    taken.append((name, key, text))
         return taken
 
     # -- reads ---------------------------------------------------------------------------------
 
     def matcher(self) -> EntityMatcher:
-        if self._matcher_is_stale:
-            self._matcher = EntityMatcher(self._entity_forms.items())
-            self._matcher_is_stale = False
-        return self._matcher
+        """The entity automaton over every form added so far (rebuilt first if forms were added)."""
+        version, matcher = self._matcher
+        if version == self._forms_version:
+            return matcher
+        with self._matcher_lock:  # callers that find it stale wait for one build, not one each
+            version, matcher = self._matcher
+            with self._lock:
+                if version == self._forms_version:
+                    return matcher
+                version = self._forms_version
+                forms = [(key, tuple(names)) for key, names in self._entity_forms.items()]
+            matcher = EntityMatcher(forms)  # built from the copy, with no lock held but our own
+            self._matcher = (version, matcher)
+            return matcher
 
     def understand(self, question: str, now: datetime) -> Question:
         """Analyse a question by rules, find the entities it names, and embed it."""

@@ -1,0 +1,63 @@
+"""The live recall engine shared by threads: writers change it while recalls read it."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+
+from mnemo.index.entities import entity_key
+from mnemo.index.live import RecallEngine
+from mnemo.memories import EntityRef
+from tests.helpers import frequent_thread_switches, make_memory
+
+NOW = datetime(2026, 11, 30, 15, 0, tzinfo=UTC)
+WRITERS, READERS, PER_WRITER = 2, 2, 400
+
+
+def test_recall_runs_whole_while_threads_add_memories_and_every_entity_added_is_then_found() -> None:
+    """Each new entity makes the automaton stale, so every question rebuilds it from the entity
+    forms while the writers keep adding to them; each recall must still complete, each memory
+    must wait in the embedding backlog once, and once the writers are done the automaton must
+    know every entity they added."""
+    engine = RecallEngine(None)
+    start = threading.Barrier(WRITERS + READERS)
+    writing_done = threading.Event()
+    names = [[f"service{w}n{n}" for n in range(PER_WRITER)] for w in range(WRITERS)]
+
+    def write(w: int) -> None:
+        start.wait()
+        for n, name in enumerate(names[w]):
+            memory = make_memory(
+                f"mem-{w}-{n}", f"The {name} deploys on Thursdays.", NOW, entities=[EntityRef(name=name)]
+            )
+            engine.add_memories([memory])
+
+    def read(r: int) -> list[str]:
+        start.wait()
+        recalls, taken = 0, []
+        while not writing_done.is_set() or recalls < 5:
+            question = engine.understand(f"when does service{r}n0 deploy?", NOW)
+            engine.search_memories(question, namespaces=None, types=None, force_history=False, limit=5)
+            taken += [key for _, key, _ in engine.take_backlog(7)]
+            recalls += 1
+        return taken
+
+    with frequent_thread_switches(), ThreadPoolExecutor(WRITERS + READERS) as pool:
+        readers = [pool.submit(read, r) for r in range(READERS)]
+        writers = [pool.submit(write, w) for w in range(WRITERS)]
+        for writer in writers:
+            writer.result()
+        writing_done.set()
+        taken = [key for reader in readers for key in reader.result()]
+
+    ids = [f"mem-{w}-{n}" for w in range(WRITERS) for n in range(PER_WRITER)]
+    taken += [key for _, key, _ in engine.take_backlog(len(ids) + 1)]
+    assert sorted(taken) == sorted(ids)  # each new memory waited for its vector once
+
+    every = [name for per_writer in names for name in per_writer]
+    assert set(engine.matcher().find(" and ".join(every))) == {entity_key(name) for name in every}
+    last = engine.understand(f"when does {names[-1][-1]} deploy?", NOW)
+    found = engine.search_memories(last, namespaces=None, types=None, force_history=False, limit=1)
+    assert [f.owner for f in found] == [f"mem-{WRITERS - 1}-{PER_WRITER - 1}"]
+    assert all(engine.memory(i) is not None for i in ids)
