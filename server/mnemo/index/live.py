@@ -11,7 +11,6 @@ switch) waits in the embedding backlog, which the daemon's background embedder d
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import zlib
 from collections import deque
@@ -26,7 +25,19 @@ import numpy.typing as npt
 
 from mnemo.embed import Embedder
 from mnemo.episodes import Episode
-from mnemo.index.documents import CANDIDATE, CLOSED, CURRENT, Document, Ranked, SearchQuery, Vector, resolved
+from mnemo.index.documents import (
+    CANDIDATE,
+    CLOSED,
+    CURRENT,
+    Ranked,
+    SearchQuery,
+    Vector,
+    episode_documents,
+    memory_document,
+    passage_key,
+    resolved,
+    split_key,
+)
 from mnemo.index.engine import SearchIndex, on_vector_thread
 from mnemo.index.entities import EntityMatcher, entity_key
 from mnemo.index.query import Analysis, analyse
@@ -35,92 +46,19 @@ from mnemo.index.snapshot import GraphSnapshot
 from mnemo.index.text import terms as text_terms
 from mnemo.memories import Memory
 
+# The names other packages import from here whose home is mnemo.index.documents.
+__all__ = [
+    "WORDS_ONLY",
+    "Question",
+    "RecallEngine",
+    "is_related",
+    "memory_document",
+    "passage_key",
+    "split_key",
+    "weights_for",
+]
+
 logger = logging.getLogger(__name__)
-
-PASSAGE_CHARS = 800
-_W_FIELDS = ("what", "who", "when", "where", "why", "how")
-_SENTENCE_END = re.compile(r"(?<=[.!?\n])\s+")
-
-
-def memory_text(memory: Memory) -> str:
-    """What a memory is searched by: its content and six W, and its entities' names."""
-    parts = [memory.content]
-    parts += [
-        getattr(memory, w) for w in _W_FIELDS if getattr(memory, w) and getattr(memory, w) != memory.content
-    ]
-    parts += [e.name for e in memory.entities]
-    return "\n".join(parts)
-
-
-def memory_document(memory: Memory) -> Document:
-    return Document(
-        key=memory.id,
-        owner=memory.id,
-        text=memory_text(memory),
-        namespace=memory.namespace,
-        kind=memory.type.value,
-        status=memory.status.value,
-        time=memory.valid_from,
-        entities=tuple((entity_key(e.name), e.role) for e in memory.entities),
-        who=memory.who,
-        filled=frozenset(w for w in _W_FIELDS if getattr(memory, w)),
-    )
-
-
-def passages(text: str, limit: int = PASSAGE_CHARS) -> list[str]:
-    """Split a long text into passages of about ``limit`` characters, at sentence ends if possible."""
-    if len(text) <= limit:
-        return [text]
-    found, current = [], ""
-    for whole in _SENTENCE_END.split(text):
-        sentence = whole
-        while len(sentence) > limit:  # one huge "sentence" (a log line): cut it
-            if current:
-                found.append(current)
-                current = ""
-            found.append(sentence[:limit])
-            sentence = sentence[limit:]
-        if current and len(current) + 1 + len(sentence) > limit:
-            found.append(current)
-            current = sentence
-        else:
-            current = f"{current} {sentence}" if current else sentence
-    if current:
-        found.append(current)
-    return found
-
-
-def episode_documents(episode: Episode) -> list[Document]:
-    # The speaker's name is part of the searched text, not an entity: as an entity, every turn of
-    # the person a question names would get the entity bonus, and a question naming the wrong
-    # person would bury the right turn under theirs.
-    speaker = f"{episode.who}: " if episode.who else ""
-    return [
-        Document(
-            key=passage_key(episode.id, n),
-            owner=episode.id,
-            text=speaker + passage,
-            namespace=episode.namespace,
-            kind=episode.kind.value,
-            status=CURRENT,
-            time=episode.time,
-            who=episode.who,
-            session=episode.session,
-            turn=episode.turn,
-        )
-        for n, passage in enumerate(passages(episode.text))
-    ]
-
-
-def passage_key(episode_id: str, part: int) -> str:
-    """The index key of an episode's passage; stored vectors are keyed (episode id, part)."""
-    return f"{episode_id}#{part}"
-
-
-def split_key(key: str) -> tuple[str, int]:
-    """(owner, part) of an index key: a memory id is part 0, a passage key names its part."""
-    owner, _, part = key.partition("#")
-    return owner, int(part or 0)
 
 
 @dataclass(frozen=True, slots=True)
