@@ -10,13 +10,12 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import anyio
 import pytest
 
 from mnemo.config import Settings
 from mnemo.daemon.api import ReviewAction, ReviewEdit
 from mnemo.daemon.reviewing import Reviews
-from mnemo.daemon.service import MemoryService
+from mnemo.daemon.runtime import Daemon
 from mnemo.distill.decide import DecisionModel
 from mnemo.distill.llm import LLM
 from mnemo.distill.meter import TokenMeter
@@ -207,18 +206,11 @@ def test_auto_approval_at_its_thresholds(
 
 
 @asynccontextmanager
-async def reviews(home: Home) -> AsyncIterator[tuple[Reviews, MemoryService]]:
-    settings = home.with_env(MNEMO_EMBEDDER=FALLBACK_ID).settings
-    store = open_store(settings.store)
-    try:
-        service = MemoryService(store, settings, SecretRedactor(), load_embedder(settings))
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(service.writer.run)
-            await service.build_index()
-            yield Reviews(service), service
-            tg.cancel_scope.cancel()
-    finally:
-        store.close()
+async def reviews(home: Home) -> AsyncIterator[tuple[Reviews, Daemon]]:
+    """A daemon runtime in this process (no HTTP): its review queue, and the daemon."""
+    async with Daemon(home.with_env(MNEMO_EMBEDDER=FALLBACK_ID).settings) as daemon:
+        await daemon.index.built()
+        yield daemon.reviews, daemon
 
 
 def _candidate(memory_id: str, what: str, updated: datetime) -> Memory:
@@ -234,26 +226,26 @@ def _candidate(memory_id: str, what: str, updated: datetime) -> Memory:
     )
 
 
-async def _recalled(service: MemoryService, question: str) -> list[str]:
-    found = await service.recall(RecallRequest(query=question, include_history=True))
+async def _recalled(daemon: Daemon, question: str) -> list[str]:
+    found = await daemon.recall.recall(RecallRequest(query=question, include_history=True))
     return [hit.memory.id for hit in found.memories]
 
 
 @pytest.mark.anyio
 async def test_approve_after_an_edit_reject_and_archive_after_30_days(home: Home) -> None:
     now = datetime.now(UTC)
-    async with reviews(home) as (queue, service):
+    async with reviews(home) as (queue, daemon):
         memories = [
             _candidate("mem_approve0000001", "Deploys run make ship from the release branch", now),
             _candidate("mem_reject00000001", "Deploys are done by hand over ssh", now),
             _candidate("mem_stale000000001", "Deploys need a change ticket", now - timedelta(days=31)),
             _candidate("mem_young000000001", "Deploys are announced in #ops", now - timedelta(days=29)),
         ]
-        await service.call_store(service.store.put_memories, memories)
-        service.engine.add_memories(memories)
+        await daemon.calls(daemon.store.put_memories, memories)
+        daemon.index.engine.add_memories(memories)
         queued = [m.id for m in (await queue.queue(MemoryStatus.CANDIDATE, None, 50)).memories]
         assert queued == [m.id for m in (memories[0], memories[1], memories[3], memories[2])]  # newest first
-        assert await _recalled(service, "how do we deploy?") == []  # candidates are never recalled
+        assert await _recalled(daemon, "how do we deploy?") == []  # candidates are never recalled
 
         edit = ReviewEdit(
             content="Deploys run `make ship` from the release branch", type=MemoryType.PROCEDURE
@@ -262,7 +254,7 @@ async def test_approve_after_an_edit_reject_and_archive_after_30_days(home: Home
         assert approved.status is MemoryStatus.ACTIVE and approved.has_human_backing
         assert approved.content == approved.what == "Deploys run `make ship` from the release branch"
         assert approved.status_reason == "approved by person:tester after an edit" and approved.version == 2
-        assert await _recalled(service, "how do we deploy?") == ["mem_approve0000001"]  # at once
+        assert await _recalled(daemon, "how do we deploy?") == ["mem_approve0000001"]  # at once
 
         rejected = await queue.act(ReviewAction(id="mem_reject00000001", action="reject", reason="we use CI"))
         assert rejected.status is MemoryStatus.REJECTED and rejected.status_reason.endswith(": we use CI")
@@ -275,7 +267,7 @@ async def test_approve_after_an_edit_reject_and_archive_after_30_days(home: Home
             )
 
         assert await queue.archive_stale(now) == 1
-        stored = {m.id: m for m in await service.call_store(service.store.memories_page, "", 50)}
+        stored = {m.id: m for m in await daemon.calls(daemon.store.memories_page, "", 50)}
         assert stored["mem_stale000000001"].status is MemoryStatus.ARCHIVED
         assert stored["mem_young000000001"].status is MemoryStatus.CANDIDATE
         # Touched (edited) ten days before it would age out: its 30 days start again.
@@ -284,7 +276,7 @@ async def test_approve_after_an_edit_reject_and_archive_after_30_days(home: Home
         await queue.act(ReviewAction(id="mem_young000000001", action="edit", edit=edit), now=later)
         assert await queue.archive_stale(now + timedelta(days=30)) == 0
         assert await queue.archive_stale(later + timedelta(days=30, seconds=1)) == 1
-        assert "mem_young000000001" not in await _recalled(service, "how are deploys announced?")
+        assert "mem_young000000001" not in await _recalled(daemon, "how are deploys announced?")
         assert [m.id for m in (await queue.queue(MemoryStatus.ACTIVE, None, 50)).memories] == [
             "mem_approve0000001"
         ]

@@ -16,13 +16,11 @@ import anyio
 import pytest
 
 from mnemo.clock import as_stored
-from mnemo.daemon.hooks import HookService
-from mnemo.daemon.service import MemoryService
-from mnemo.embed import load_embedder
+from mnemo.daemon.hook_events import HookEvents
+from mnemo.daemon.runtime import Daemon
 from mnemo.memories import RememberRequest
 from mnemo.recall import RecallRequest
-from mnemo.secrets import SecretRedactor
-from mnemo.store import ClickHouseStore, open_store
+from mnemo.store import Store
 from mnemo.store.usage import SessionRow, VerdictRow
 from mnemo.usage.audit import UNUSED_BELOW, USED_AT, verdict_of
 from mnemo.usage.budget import estimate_tokens
@@ -39,22 +37,12 @@ STAGING = "The staging database is reset from a snapshot every night at 02:00"
 
 
 @asynccontextmanager
-async def hook_service(home: Home, llm_url: str | None, clock: Clock) -> AsyncIterator[HookService]:
+async def hook_service(home: Home, llm_url: str | None, clock: Clock) -> AsyncIterator[Daemon]:
+    """A daemon runtime in this process (no HTTP), its hooks on the test's clock."""
     env = {"MNEMO_LLM_URL": llm_url, "MNEMO_LLM_MODEL": "test-model"} if llm_url else {}
-    settings = home.with_env(**env).settings
-    store = open_store(settings.store)
-    try:
-        service = MemoryService(store, settings, SecretRedactor(), load_embedder(settings))
-        hooks = HookService(service, clock=clock)
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(service.writer.run)
-            tg.start_soon(service.run_journal)
-            await service.build_index()
-            tg.start_soon(hooks.run)
-            yield hooks
-            tg.cancel_scope.cancel()
-    finally:
-        store.close()
+    async with Daemon(home.with_env(**env).settings, clock=clock) as daemon:
+        await daemon.index.built()
+        yield daemon
 
 
 def _input(session: str, **fields: Any) -> dict[str, Any]:
@@ -66,21 +54,21 @@ def _input(session: str, **fields: Any) -> dict[str, Any]:
     }
 
 
-async def _turn(hooks: HookService, session: str, prompt: str, answer: str) -> str:
+async def _turn(daemon: Daemon, session: str, prompt: str, answer: str) -> str:
     """One turn: the prompt's injected block, then the answer (which queues the audit)."""
-    out = await hooks.handle("UserPromptSubmit", _input(session, prompt=prompt), "")
+    out = await daemon.hooks.handle("UserPromptSubmit", _input(session, prompt=prompt), "")
     block = json.loads(out)["hookSpecificOutput"]["additionalContext"] if out else ""
-    await hooks.handle("Stop", _input(session, last_assistant_message=answer), "")
+    await daemon.hooks.handle("Stop", _input(session, last_assistant_message=answer), "")
     return block
 
 
-async def _audited(hooks: HookService, count: int) -> None:
+async def _audited(daemon: Daemon, count: int) -> None:
     with anyio.fail_after(30):
-        while hooks.audits_done < count:
+        while daemon.ledger.audits_done < count:
             await anyio.sleep(0.02)
 
 
-def _verdicts(store: ClickHouseStore, session: str) -> list[VerdictRow]:
+def _verdicts(store: Store, session: str) -> list[VerdictRow]:
     """The verdicts stored for ``session``, in turn order, read from their table (production reads
     only their sums, so the store has no reader for the rows)."""
     columns = [f.name for f in dataclasses.fields(VerdictRow)]
@@ -98,7 +86,7 @@ def _verdicts(store: ClickHouseStore, session: str) -> list[VerdictRow]:
     return found
 
 
-def _session_row(store: ClickHouseStore, session: str) -> SessionRow | None:
+def _session_row(store: Store, session: str) -> SessionRow | None:
     row, _ = store.session_state(session)
     return row
 
@@ -122,18 +110,18 @@ async def test_a_cited_memory_is_used_an_unrelated_answer_clearly_unused(
 ) -> None:
     _script(llm_server)
     clock = Clock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
-    async with hook_service(home, llm_server.url, clock) as hooks:
-        deploy = await hooks.service.remember(
+    async with hook_service(home, llm_server.url, clock) as daemon:
+        deploy = await daemon.remembering.remember(
             RememberRequest(content=DEPLOY, type=MemoryType.DECISION, namespace=WORKSPACE)
         )
-        block = await _turn(hooks, "s-1", "which day do we deploy?", f"Thursdays, as decided [{deploy.id}].")
+        block = await _turn(daemon, "s-1", "which day do we deploy?", f"Thursdays, as decided [{deploy.id}].")
         assert deploy.id in block
-        block = await _turn(hooks, "s-2", "which day do we deploy?", "I renamed the variable in utils.py.")
+        block = await _turn(daemon, "s-2", "which day do we deploy?", "I renamed the variable in utils.py.")
         assert deploy.id in block
-        block = await _turn(hooks, "s-3", "which day do we deploy?", "maybe later")
-        block = await _turn(hooks, "s-4", "which day do we deploy?", "Tuesday, I think")
-        await _audited(hooks, 4)
-        verdicts = {s: _verdicts(hooks.store, s) for s in ("s-1", "s-2", "s-3", "s-4")}
+        block = await _turn(daemon, "s-3", "which day do we deploy?", "maybe later")
+        block = await _turn(daemon, "s-4", "which day do we deploy?", "Tuesday, I think")
+        await _audited(daemon, 4)
+        verdicts = {s: _verdicts(daemon.store, s) for s in ("s-1", "s-2", "s-3", "s-4")}
     assert [(v.verdict, v.method) for v in verdicts["s-1"]] == [("used", "citation")]
     [unused] = verdicts["s-2"]
     assert (unused.verdict, unused.method, unused.memory, unused.turn) == ("unused", "logprobs", deploy.id, 1)
@@ -152,26 +140,25 @@ async def test_six_clear_non_uses_in_30_days_stop_injection_but_not_recall(
     _script(llm_server)
     clock = Clock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
     question = "is the staging database reset at night?"
-    async with hook_service(home, llm_server.url, clock) as hooks:
-        staging = await hooks.service.remember(
+    async with hook_service(home, llm_server.url, clock) as daemon:
+        staging = await daemon.remembering.remember(
             RememberRequest(content=STAGING, type=MemoryType.FACT, namespace=WORKSPACE)
         )
         # Day 0, then five more sessions within the next 30 days: each injects it, none uses it.
         for n in range(6):
             if n:
                 clock.now += timedelta(days=5)
-            block = await _turn(hooks, f"s-{n}", question, "I fixed the typo in the README.")
+            block = await _turn(daemon, f"s-{n}", question, "I fixed the typo in the README.")
             assert staging.id in block, f"session {n}: still injected before the sixth non-use"
-            await _audited(hooks, n + 1)
-        block = await _turn(hooks, "s-6", question, "I fixed another typo.")
+            await _audited(daemon, n + 1)
+        block = await _turn(daemon, "s-6", question, "I fixed another typo.")
         assert staging.id not in block, "six clear non-uses in 30 days: no longer injected"
-        found = await hooks.service.recall(RecallRequest(query=question))
+        found = await daemon.recall.recall(RecallRequest(query=question))
         assert staging.id in [hit.memory.id for hit in found.memories], "explicit recall still finds it"
-        await _audited(hooks, 6)  # s-6 had nothing injected, so no audit
+        await _audited(daemon, 6)  # s-6 had nothing injected, so no audit
         # Day 0's non-use leaves the 30-day window: five remain, and it is injected again.
         clock.now = datetime(2026, 3, 2, 9, 0, tzinfo=UTC) + timedelta(days=30, hours=1)
-        hooks._suppressed.clear()
-        block = await _turn(hooks, "s-7", question, "done")
+        block = await _turn(daemon, "s-7", question, "done")
         assert staging.id in block
 
 
@@ -179,31 +166,31 @@ async def test_a_memory_ever_used_is_never_suppressed(home: Home, llm_server: LL
     _script(llm_server)
     clock = Clock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
     question = "is the staging database reset at night?"
-    async with hook_service(home, llm_server.url, clock) as hooks:
-        staging = await hooks.service.remember(
+    async with hook_service(home, llm_server.url, clock) as daemon:
+        staging = await daemon.remembering.remember(
             RememberRequest(content=STAGING, type=MemoryType.FACT, namespace=WORKSPACE)
         )
-        await _turn(hooks, "s-used", question, f"Yes, nightly [{staging.id}].")
+        await _turn(daemon, "s-used", question, f"Yes, nightly [{staging.id}].")
         for n in range(6):
             clock.now += timedelta(days=1)
-            await _turn(hooks, f"s-{n}", question, "unrelated work")
-        await _audited(hooks, 7)
-        block = await _turn(hooks, "s-last", question, "unrelated")
+            await _turn(daemon, f"s-{n}", question, "unrelated work")
+        await _audited(daemon, 7)
+        block = await _turn(daemon, "s-last", question, "unrelated")
         assert staging.id in block
 
 
 async def test_without_a_model_verdicts_come_from_citations_alone(home: Home) -> None:
     clock = Clock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
-    async with hook_service(home, None, clock) as hooks:
-        deploy = await hooks.service.remember(
+    async with hook_service(home, None, clock) as daemon:
+        deploy = await daemon.remembering.remember(
             RememberRequest(content=DEPLOY, type=MemoryType.DECISION, namespace=WORKSPACE)
         )
-        await _turn(hooks, "s-a", "which day do we deploy?", f"Thursday [{deploy.id}]")
+        await _turn(daemon, "s-a", "which day do we deploy?", f"Thursday [{deploy.id}]")
         for n in range(7):
-            await _turn(hooks, f"s-{n}", "which day do we deploy?", "unrelated")
-        await _audited(hooks, 8)
-        verdicts = [v for n in range(7) for v in _verdicts(hooks.store, f"s-{n}")]
-        assert [(v.verdict, v.method) for v in _verdicts(hooks.store, "s-a")] == [("used", "citation")]
+            await _turn(daemon, f"s-{n}", "which day do we deploy?", "unrelated")
+        await _audited(daemon, 8)
+        verdicts = [v for n in range(7) for v in _verdicts(daemon.store, f"s-{n}")]
+        assert [(v.verdict, v.method) for v in _verdicts(daemon.store, "s-a")] == [("used", "citation")]
         assert {(v.verdict, v.method) for v in verdicts} == {("unclear", "no-model")}
 
 
@@ -231,20 +218,20 @@ async def test_stats_count_what_was_injected_and_used_and_read_the_share_from_tr
         }
         lines.append(json.dumps({"type": "assistant", "sessionId": "s-read", "message": message}))
     transcript.write_text("\n".join(lines))
-    async with hook_service(home, llm_server.url, clock) as hooks:
-        deploy = await hooks.service.remember(
+    async with hook_service(home, llm_server.url, clock) as daemon:
+        deploy = await daemon.remembering.remember(
             RememberRequest(content=DEPLOY, type=MemoryType.DECISION, namespace=WORKSPACE)
         )
-        start = await hooks.handle(
+        start = await daemon.hooks.handle(
             "SessionStart", {**_input("s-read"), "transcript_path": str(transcript)}, ""
         )
         block = json.loads(start)["hookSpecificOutput"]["additionalContext"]
         assert deploy.id in block
-        await _turn(hooks, "s-read", "which day do we deploy?", f"Thursdays [{deploy.id}]")
-        await _turn(hooks, "s-2", "which day do we deploy?", "unrelated")
-        await _audited(hooks, 2)
+        await _turn(daemon, "s-read", "which day do we deploy?", f"Thursdays [{deploy.id}]")
+        await _turn(daemon, "s-2", "which day do we deploy?", "unrelated")
+        await _audited(daemon, 2)
         await anyio.sleep(0.2)  # the ledger writes injections after the hook answered
-        stats = await hooks.stats(7)
+        stats = await daemon.ledger.stats(7)
     assert (stats.sessions, stats.memories_injected, stats.used, stats.unused, stats.unclear) == (
         2,
         2,
@@ -268,17 +255,17 @@ async def test_an_endpoint_without_logprobs_says_used_or_unclear_never_clearly_u
     llm_server.answer(contains="ANSWER: Tuesday", choices={"A": 0.6, "B": 0.4})  # it writes "A": yes
     llm_server.answer(contains="ANSWER: ", choices={"B": 0.99, "A": 0.01})  # it writes "B": no
     clock = Clock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
-    async with hook_service(home, llm_server.url, clock) as hooks:
-        deploy = await hooks.service.remember(
+    async with hook_service(home, llm_server.url, clock) as daemon:
+        deploy = await daemon.remembering.remember(
             RememberRequest(content=DEPLOY, type=MemoryType.DECISION, namespace=WORKSPACE)
         )
-        await _turn(hooks, "s-yes", "which day do we deploy?", "Tuesday, I think")
+        await _turn(daemon, "s-yes", "which day do we deploy?", "Tuesday, I think")
         for n in range(7):
-            await _turn(hooks, f"s-no-{n}", "which day do we deploy?", "unrelated work")
-        await _audited(hooks, 8)
-        [yes] = _verdicts(hooks.store, "s-yes")
-        noes = [v for n in range(7) for v in _verdicts(hooks.store, f"s-no-{n}")]
-        block = await _turn(hooks, "s-after", "which day do we deploy?", "unrelated")
+            await _turn(daemon, f"s-no-{n}", "which day do we deploy?", "unrelated work")
+        await _audited(daemon, 8)
+        [yes] = _verdicts(daemon.store, "s-yes")
+        noes = [v for n in range(7) for v in _verdicts(daemon.store, f"s-no-{n}")]
+        block = await _turn(daemon, "s-after", "which day do we deploy?", "unrelated")
     assert (yes.verdict, yes.method) == ("used", "answer")
     assert {(v.verdict, v.method) for v in noes} == {("unclear", "answer")}
     assert deploy.id in block, "a bare 'no' seven times does not suppress"
@@ -291,39 +278,37 @@ async def test_a_session_picked_up_again_keeps_its_spend_and_its_turn(
     the session lost: what it spent and where it was come back from the store."""
     _script(llm_server)
     clock = Clock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
-    async with hook_service(home, llm_server.url, clock) as hooks:
-        await hooks.service.remember(
+    async with hook_service(home, llm_server.url, clock) as daemon:
+        await daemon.remembering.remember(
             RememberRequest(content=DEPLOY, type=MemoryType.DECISION, namespace=WORKSPACE)
         )
-        await hooks.service.remember(
+        await daemon.remembering.remember(
             RememberRequest(content=STAGING, type=MemoryType.FACT, namespace=WORKSPACE)
         )
-        await hooks.handle("UserPromptSubmit", _input("s-r", prompt="which day do we deploy?"), "")
-        await hooks.handle("SessionStart", _input("s-r", source="compact"), "")
-        state = hooks._book.get("s-r")
+        await daemon.hooks.handle("UserPromptSubmit", _input("s-r", prompt="which day do we deploy?"), "")
+        await daemon.hooks.handle("SessionStart", _input("s-r", source="compact"), "")
+        state = daemon.hooks.sessions.get("s-r")
         assert state is not None and state.blocks == 2
         spent, turn = state.tokens, state.turn
-        await anyio.sleep(0.3)  # the ledger writes the rows after the answers
-        again = HookService(hooks.service, clock=clock)  # a new daemon's view of the same store
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(again.run)
-            await again.handle("Stop", _input("s-r", last_assistant_message="Thursdays."), "")
-            resumed = again._book.get("s-r")
-            assert resumed is not None
-            assert (resumed.tokens, resumed.turn, resumed.blocks) == (spent, turn, 2)
-            await again.handle("UserPromptSubmit", _input("s-r", prompt="and staging?"), "")
-            assert resumed.turn == turn + 1
-            tg.cancel_scope.cancel()
+        await daemon.ledger.written()  # the rows are written after the answers
+        d = daemon  # a new daemon's view of the same store: hook handling with no sessions in memory
+        again = HookEvents(d.calls, d.settings, d.recording, d.recall, d.keep, d.ledger, d.distil, clock)
+        await again.handle("Stop", _input("s-r", last_assistant_message="Thursdays."), "")
+        resumed = again.sessions.get("s-r")
+        assert resumed is not None
+        assert (resumed.tokens, resumed.turn, resumed.blocks) == (spent, turn, 2)
+        await again.handle("UserPromptSubmit", _input("s-r", prompt="and staging?"), "")
+        assert resumed.turn == turn + 1
 
 
 async def test_session_end_marks_the_session_ended(home: Home) -> None:
     clock = Clock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
-    async with hook_service(home, None, clock) as hooks:
-        await hooks.handle("SessionStart", _input("s-end", source="startup"), "")
+    async with hook_service(home, None, clock) as daemon:
+        await daemon.hooks.handle("SessionStart", _input("s-end", source="startup"), "")
         clock.now += timedelta(minutes=5)
-        await hooks.handle("SessionEnd", _input("s-end", reason="prompt_input_exit"), "")
+        await daemon.hooks.handle("SessionEnd", _input("s-end", reason="prompt_input_exit"), "")
         with anyio.fail_after(10):
-            while (row := _session_row(hooks.store, "s-end")) is None or row.ended_at is None:
+            while (row := _session_row(daemon.store, "s-end")) is None or row.ended_at is None:
                 await anyio.sleep(0.05)
     assert (row.started_at, row.ended_at, row.end_reason) == (
         datetime(2026, 3, 2, 9, 0, tzinfo=UTC),

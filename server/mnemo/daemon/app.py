@@ -1,4 +1,4 @@
-"""The daemon's HTTP+JSON API (Starlette) over :class:`MemoryService`.
+"""The daemon's HTTP+JSON API (Starlette) over a :class:`~mnemo.daemon.runtime.Daemon`.
 
 Routes (all JSON, all under ``/v1``)::
 
@@ -56,11 +56,9 @@ from mnemo.daemon.api import (
     ReviewAction,
     ReviewUrl,
 )
-from mnemo.daemon.hooks import HookService
 from mnemo.daemon.messages import answer, matching, parse, read_body, whole_number
 from mnemo.daemon.review_page import ReviewGate
-from mnemo.daemon.reviewing import Reviews
-from mnemo.daemon.service import MemoryService
+from mnemo.daemon.runtime import Daemon
 from mnemo.episodes import NAMESPACE_PATTERN
 from mnemo.errors import InputError, MnemoError, NotAllowedError
 from mnemo.jsonread import JSONInputError, read_json
@@ -136,7 +134,7 @@ def _host_of(request: Request) -> int | None:
 
 
 def build_app(
-    service: MemoryService,
+    daemon: Daemon,
     *,
     activity: Activity,
     idle_s: float,
@@ -144,27 +142,25 @@ def build_app(
     review_token: str = "",
     review_url: ReviewUrl | None = None,
 ) -> ASGIApp:
-    """The ASGI app; its lifespan runs the episode writer, the usage audit and the idle watcher.
+    """The ASGI app; its lifespan runs the daemon (``async with daemon``) and the idle watcher.
     With ``review_token``, the review page's routes too, behind :class:`ReviewGate` (which is
     what stands between them and a TCP connection)."""
-    hooks = HookService(service)
-    reviews = Reviews(service)
 
     async def health(request: Request) -> Response:
-        return answer(service.health())
+        return answer(daemon.health())
 
     async def status(request: Request) -> Response:
-        return answer(await service.status())
+        return answer(await daemon.status())
 
     async def append(request: Request) -> Response:
         body = await parse(request, AppendRequest)
-        return answer(AppendResponse(results=await service.append(body.episodes)))
+        return answer(AppendResponse(results=await daemon.recording.append(body.episodes)))
 
     async def query_episodes(request: Request) -> Response:
-        return answer(await service.recall_episodes(await parse(request, RecallEpisodeRequest)))
+        return answer(await daemon.recall.recall_episodes(await parse(request, RecallEpisodeRequest)))
 
     def refuse_in_plan_mode(request: Request) -> None:
-        if hooks.is_plan_mode(_host_of(request)):
+        if daemon.modes.is_plan_mode(_host_of(request)):
             raise NotAllowedError(
                 "mnemo does not write in plan mode (the client reported it for this session): "
                 "leave plan mode to store or change memories"
@@ -172,15 +168,15 @@ def build_app(
 
     async def remember(request: Request) -> Response:
         refuse_in_plan_mode(request)
-        return answer(await service.remember(await parse(request, RememberRequest)))
+        return answer(await daemon.remembering.remember(await parse(request, RememberRequest)))
 
     async def forget(request: Request) -> Response:
         refuse_in_plan_mode(request)
         body = await parse(request, ForgetRequest)
-        return answer(await service.forget(body.id, body.reason))
+        return answer(await daemon.remembering.forget(body.id, body.reason))
 
     async def recall(request: Request) -> Response:
-        return answer(await service.recall(await parse(request, RecallRequest)))
+        return answer(await daemon.recall.recall(await parse(request, RecallRequest)))
 
     async def hook(request: Request) -> Response:
         body = await read_body(request, MAX_HOOK_INPUT_BYTES)
@@ -194,29 +190,29 @@ def build_app(
         event = request.path_params["event"]
         host = _host_of(request)
         if host is not None:
-            hooks.note_mode(host, payload)
+            daemon.modes.note_mode(host, payload)
         if event == "PreToolUse":  # answered by the hook process; sent here only for its mode
             return Response("", media_type="text/plain; charset=utf-8")
-        out = await hooks.handle(event, payload, request.query_params.get("client", ""))
+        out = await daemon.hooks.handle(event, payload, request.query_params.get("client", ""))
         return Response(out, media_type="text/plain; charset=utf-8")
 
     async def usage_stats(request: Request) -> Response:
-        return answer(await hooks.stats(whole_number(request, "days", 30, 3_660)))
+        return answer(await daemon.ledger.stats(whole_number(request, "days", 30, 3_660)))
 
     async def distil(request: Request) -> Response:
         body = await parse(request, DistillRequest)
-        return answer(service.distil(body.session))
+        return answer(daemon.distil(body.session))
 
     async def kept(request: Request) -> Response:
         workspace = matching(request, "workspace", WORKSPACE_PATTERN, "workspace:<id>")
-        return answer(await service.kept.sets(workspace))
+        return answer(await daemon.keep.sets(workspace))
 
     async def keep(request: Request) -> Response:
         refuse_in_plan_mode(request)
-        return answer(await service.kept.edit(await parse(request, KeepRequest)))
+        return answer(await daemon.keep.edit(await parse(request, KeepRequest)))
 
     async def keep_import(request: Request) -> Response:
-        return answer(await service.kept.import_project(await parse(request, KeepImportRequest)))
+        return answer(await daemon.keep.import_project(await parse(request, KeepImportRequest)))
 
     async def review_queue(request: Request) -> Response:
         try:
@@ -225,17 +221,17 @@ def build_app(
             raise InputError(f"status: {exc}") from None
         limit = whole_number(request, "limit", 200, 1_000)
         namespace = matching(request, "namespace", NAMESPACE_PATTERN, "person:<name> or workspace:<id>")
-        return answer(await reviews.queue(status, namespace, limit))
+        return answer(await daemon.reviews.queue(status, namespace, limit))
 
     async def review(request: Request) -> Response:
-        return answer(await reviews.act(await parse(request, ReviewAction)))
+        return answer(await daemon.reviews.act(await parse(request, ReviewAction)))
 
     async def page_url(request: Request) -> Response:
         return answer(review_url or ReviewUrl(url="", reason="this daemon serves no review page"))
 
     async def judge_log(request: Request) -> Response:
         limit = whole_number(request, "limit", 20, 1_000)
-        return answer(await service.judge_log(limit, request.query_params.get("session") or None))
+        return answer(await daemon.judge_log(limit, request.query_params.get("session") or None))
 
     async def shutdown(request: Request) -> Response:
         logger.info("shutdown requested over the API")
@@ -245,28 +241,17 @@ def build_app(
     async def watch_idle() -> None:
         while True:
             await anyio.sleep(min(1.0, idle_s / 4))
-            if not service.is_busy and activity.idle_for_s() >= idle_s:
+            if not daemon.is_busy and activity.idle_for_s() >= idle_s:
                 logger.info("idle for %.0f s with no pending work; exiting", idle_s)
                 request_exit()
                 return
 
-    async def build_then_embed() -> None:
-        await service.build_index()
-        await service.run_embedding()
-
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(service.writer.run)
-            tg.start_soon(service.run_journal)
-            tg.start_soon(service.run_distillation)
-            tg.start_soon(hooks.run)
+        async with daemon, anyio.create_task_group() as tg:
             tg.start_soon(watch_idle)
-            tg.start_soon(reviews.run)
-            tg.start_soon(build_then_embed)
             yield
             tg.cancel_scope.cancel()
-        await service.save_index()
 
     handlers: dict[Any, Callable[[Request, Exception], Any]] = {
         MnemoError: _mnemo_error,
@@ -293,7 +278,7 @@ def build_app(
             Route("/v1/stats", usage_stats, methods=["GET"]),
             Route("/v1/judge-log", judge_log, methods=["GET"]),
             Route("/v1/shutdown", shutdown, methods=["POST"]),
-            *(review_page.routes(service, reviews, service.settings) if review_token else []),
+            *(review_page.routes(daemon) if review_token else []),
         ],
         exception_handlers=handlers,
         lifespan=lifespan,

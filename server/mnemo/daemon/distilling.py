@@ -33,7 +33,7 @@ from mnemo.distill.policy import Approval
 from mnemo.distill.writer import BatchResult, Distiller
 from mnemo.errors import MnemoError, TokenCapError
 from mnemo.index.live import RecallEngine
-from mnemo.store import ClickHouseStore
+from mnemo.store import Store
 
 logger = logging.getLogger(__name__)
 POLL_S = 5.0
@@ -51,9 +51,7 @@ class DistillState:
 
 
 class DistillLoop:
-    def __init__(
-        self, store: ClickHouseStore, engine: RecallEngine, settings: Settings, meter: TokenMeter
-    ) -> None:
+    def __init__(self, store: Store, engine: RecallEngine, settings: Settings, meter: TokenMeter) -> None:
         self._store = store
         self._meter = meter
         self._idle = timedelta(seconds=settings.distill_idle_s)
@@ -83,13 +81,16 @@ class DistillLoop:
     def is_busy(self) -> bool:
         return bool(self.state.running)
 
-    async def run(self, index_ready: anyio.Event, flushed: Callable[[], Awaitable[None]]) -> None:
-        """Distil, forever. ``flushed`` returns once the episodes recorded so far are in the store
-        (a session asked for right after its last turn must be read with that turn)."""
+    async def run(
+        self, index_built: Callable[[], Awaitable[None]], flushed: Callable[[], Awaitable[None]]
+    ) -> None:
+        """Distil, forever, once ``index_built`` returns. ``flushed`` returns once the episodes
+        recorded so far are in the store (a session asked for right after its last turn must be
+        read with that turn)."""
         distiller = self._distiller
         if distiller is None:
             return
-        await index_ready.wait()
+        await index_built()
         backoff = BACKOFF_S[0]
         recovered = False
         while True:

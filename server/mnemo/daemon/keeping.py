@@ -20,14 +20,14 @@ from mnemo.daemon.api import KeepImportRequest, KeepRequest, KeepResult, KeptSet
 from mnemo.errors import InputError, OverBudgetError
 from mnemo.injected import refuse_unfit
 from mnemo.secrets import refuse_secrets
-from mnemo.store import ClickHouseStore
+from mnemo.store import Store
 from mnemo.vocabulary import KeepScope
 
 CallStore = Callable[..., Awaitable[Any]]
 
 
-class CuratedSets:
-    def __init__(self, store: ClickHouseStore, settings: Settings, call_store: CallStore) -> None:
+class KeepSets:
+    def __init__(self, store: Store, settings: Settings, call_store: CallStore) -> None:
         self._store = store
         self._settings = settings
         self._call_store = call_store

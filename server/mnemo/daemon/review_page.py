@@ -45,11 +45,9 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mnemo.config import Settings
 from mnemo.daemon.api import ForgetRequest, ReviewAction
 from mnemo.daemon.messages import answer, parse
-from mnemo.daemon.reviewing import Reviews
-from mnemo.daemon.service import MemoryService
+from mnemo.daemon.runtime import Daemon
 from mnemo.errors import NotFoundError
 from mnemo.memories import RememberRequest
 from mnemo.paths import write_private
@@ -103,8 +101,10 @@ class ReviewGate:
         return None
 
 
-def routes(service: MemoryService, reviews: Reviews, settings: Settings) -> list[Route]:
-    """The page's routes (mounted in the daemon's app; reached over TCP through the gate)."""
+def routes(daemon: Daemon) -> list[Route]:
+    """The page's routes (mounted in the daemon's app; reached over TCP through the gate); they
+    use the daemon's services once it runs."""
+    settings = daemon.settings
 
     async def page(request: Request) -> Response:
         page = _page().replace("__TYPES__", json.dumps([t.value for t in MemoryType]))
@@ -119,8 +119,8 @@ def routes(service: MemoryService, reviews: Reviews, settings: Settings) -> list
         return HTMLResponse(page, headers=headers)
 
     async def state(request: Request) -> Response:
-        pending = await reviews.queue(MemoryStatus.CANDIDATE, None, 500)
-        approved = await reviews.queue(MemoryStatus.ACTIVE, None, 1_000)
+        pending = await daemon.reviews.queue(MemoryStatus.CANDIDATE, None, 500)
+        approved = await daemon.reviews.queue(MemoryStatus.ACTIVE, None, 1_000)
         return JSONResponse(
             {
                 "person": settings.namespace_of_person,
@@ -137,29 +137,29 @@ def routes(service: MemoryService, reviews: Reviews, settings: Settings) -> list
 
     async def act(request: Request) -> Response:
         action = await parse(request, ReviewAction)
-        return answer(await reviews.act(action))
+        return answer(await daemon.reviews.act(action))
 
     async def forget(request: Request) -> Response:
         body = await parse(request, ForgetRequest)
-        return answer(await service.forget(body.id, body.reason))
+        return answer(await daemon.remembering.forget(body.id, body.reason))
 
     async def add(request: Request) -> Response:
         remembered = await parse(request, RememberRequest)
-        return answer(await service.remember(remembered, manual=True))
+        return answer(await daemon.remembering.remember(remembered, manual=True))
 
     async def episode(request: Request) -> Response:
         """The turn an episode belongs to (its episode marked), for the page to show."""
-        found = await service.call_store(service.store.get_episodes, [request.path_params["id"]])
+        found = await daemon.calls(daemon.store.get_episodes, [request.path_params["id"]])
         if not found:
             raise NotFoundError(f"no episode has the id {request.path_params['id']!r}")
         e = found[0]
         turn = [e]
         if e.session and e.turn is not None:
-            store = service.store
+            store = daemon.store
             read = functools.partial(
                 store.session_episodes, e.session, from_turn=e.turn, to_turn=e.turn, namespace=None, limit=50
             )
-            turn = await service.call_store(read)
+            turn = await daemon.calls(read)
         return JSONResponse(
             {
                 "id": e.id,

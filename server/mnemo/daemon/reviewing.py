@@ -21,8 +21,10 @@ from datetime import datetime
 import anyio
 
 from mnemo.clock import utc_now
+from mnemo.config import Settings
 from mnemo.daemon.api import ReviewAction, ReviewEdit, ReviewQueue
-from mnemo.daemon.service import MemoryService
+from mnemo.daemon.indexing import Indexing
+from mnemo.daemon.storecalls import StoreCalls
 from mnemo.distill.policy import ARCHIVE_AFTER
 from mnemo.errors import InputError, NotFoundError
 from mnemo.injected import refuse_unfit
@@ -37,15 +39,16 @@ STALE_REASON = f"untouched for {ARCHIVE_AFTER.days} days in the review queue"
 
 
 class Reviews:
-    def __init__(self, service: MemoryService) -> None:
-        self._service = service
-        self._store = service.store
-        self._settings = service.settings
+    def __init__(self, calls: StoreCalls, index: Indexing, settings: Settings) -> None:
+        self._calls = calls
+        self._index = index
+        self._store = calls.store
+        self._settings = settings
 
     async def queue(self, status: MemoryStatus, namespace: str | None, limit: int) -> ReviewQueue:
         if status not in (MemoryStatus.CANDIDATE, MemoryStatus.ACTIVE):
             raise InputError("status: the review lists candidate or active memories")
-        call = self._service.call_store
+        call = self._calls
         found = await call(self._store.memories_with_status, status.value, namespace, limit)
         return ReviewQueue(status=status.value, memories=found, policy=self._settings.approval_policy)
 
@@ -84,12 +87,12 @@ class Reviews:
                     return memory, False  # an edit that changes nothing writes nothing
                 changed = memory.model_copy(update=update)
                 self._store.put_memory(changed)
-                self._service.apply_to_index(changed, is_text_changed=is_text_changed)
+                self._index.apply(changed, is_text_changed=is_text_changed)
                 return changed, is_text_changed
 
         changed, is_text_changed = await anyio.to_thread.run_sync(step)
         if is_text_changed:
-            self._service.wake_embedder()
+            self._index.wake_embedder()
         logger.info("review: %s %s (%s)", action.action, changed.id, changed.status.value)
         return changed
 
@@ -111,7 +114,7 @@ class Reviews:
                             }
                         )
                         self._store.put_memory(changed)
-                        self._service.apply_to_index(changed, is_text_changed=False)
+                        self._index.apply(changed, is_text_changed=False)
                         archived += 1
             return archived
 
@@ -122,7 +125,7 @@ class Reviews:
 
     async def run(self) -> None:
         """Archive stale candidates once the index is built, then every hour, for the daemon's life."""
-        await self._service.index_built()
+        await self._index.built()
         while True:
             try:
                 await self.archive_stale()

@@ -30,11 +30,8 @@ from mnemo.daemon.api import ReviewUrl
 from mnemo.daemon.app import Activity, build_app
 from mnemo.daemon.review_page import TOKEN_FILE, new_token
 from mnemo.daemon.rundir import accepts_connections, ensure_private_dir, try_lock
-from mnemo.daemon.service import MemoryService
-from mnemo.embed import load_embedder
+from mnemo.daemon.runtime import Daemon
 from mnemo.errors import MnemoError
-from mnemo.secrets import SecretRedactor
-from mnemo.store import open_store
 
 logger = logging.getLogger(__name__)
 LOCK_WAIT_S = 10.0
@@ -165,21 +162,13 @@ def run_daemon(settings: Settings) -> int:
 
 def _serve_holding_lock(settings: Settings) -> int:
     settings.start_failure_path.unlink(missing_ok=True)
-    try:
-        store = open_store(settings.store)
-    except MnemoError as exc:
-        logger.error("cannot start: %s", exc)
-        _write_start_failure(settings.start_failure_path, str(exc))
-        return 1
+    daemon = Daemon(settings)
     logger.info(
         "daemon %d serving %s on %s", os.getpid(), settings.store_dsn_for_display, settings.socket_path
     )
     try:
         settings.pid_path.write_text(f"{os.getpid()}\n")
         settings.socket_path.unlink(missing_ok=True)  # a stale socket from a killed daemon
-        embedder = load_embedder(settings)
-        logger.info("embedding model: %s", embedder.model_id if embedder else "none installed")
-        service = MemoryService(store, settings, SecretRedactor(), embedder)
         activity = Activity()
         server: _Server | None = None
 
@@ -191,7 +180,7 @@ def _serve_holding_lock(settings: Settings) -> int:
         token = new_token(settings.run_dir) if review_url is not None else ""
         url = None if review_url is None else ReviewUrl(url=f"{review_url}#token={token}")
         app = build_app(
-            service,
+            daemon,
             activity=activity,
             idle_s=settings.daemon_idle_s,
             request_exit=request_exit,
@@ -211,14 +200,26 @@ def _serve_holding_lock(settings: Settings) -> int:
                 timeout_keep_alive=int(settings.daemon_idle_s) + 60,
             )
         )
-        anyio.run(server.serve, sockets)
+        try:
+            anyio.run(server.serve, sockets)
+        except SystemExit:  # uvicorn's answer to a lifespan that failed: the daemon did not start
+            if daemon.start_error is None:
+                raise
     finally:
         settings.socket_path.unlink(missing_ok=True)
         (settings.run_dir / TOKEN_FILE).unlink(missing_ok=True)
         settings.pid_path.unlink(missing_ok=True)
-        store.close()
         logger.info("daemon %d stopped", os.getpid())
-    return 0
+    error = daemon.start_error
+    if error is None:
+        return 0
+    if isinstance(error, MnemoError):
+        logger.error("cannot start: %s", error)
+        _write_start_failure(settings.start_failure_path, str(error))
+    else:
+        logger.error("daemon failed to start", exc_info=error)
+        _write_start_failure(settings.start_failure_path, f"unexpected error in the daemon: {error!r}")
+    return 1
 
 
 def _bind(settings: Settings) -> tuple[list[socket.socket], str | None]:

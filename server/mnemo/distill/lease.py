@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 
 from mnemo.clock import utc_now
 from mnemo.errors import MnemoError
-from mnemo.store import ClickHouseStore
+from mnemo.store import Store
 from mnemo.store.distill import Lease
 
 NAME = "writer"
@@ -37,7 +37,7 @@ class LeaseLostError(MnemoError):
 class WriterLease:
     def __init__(
         self,
-        store: ClickHouseStore,
+        store: Store,
         holder: str | None = None,
         clock: Callable[[], datetime] = utc_now,
         settle_s: float = SETTLE_S,

@@ -16,7 +16,7 @@ from datetime import date, datetime, time, timedelta
 
 from mnemo.clock import utc_now
 from mnemo.errors import TokenCapError
-from mnemo.store import ClickHouseStore, ModelUsage
+from mnemo.store import ModelUsage, Store
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +44,7 @@ class Spend:
 
 
 class TokenMeter:
-    def __init__(self, store: ClickHouseStore, cap: int, clock: Callable[[], datetime] = utc_now) -> None:
+    def __init__(self, store: Store, cap: int, clock: Callable[[], datetime] = utc_now) -> None:
         self._store = store
         self._cap = cap
         self._clock = clock

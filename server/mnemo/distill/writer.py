@@ -41,11 +41,11 @@ from mnemo.distill.llm import LLM
 from mnemo.distill.policy import Approval, is_tool_only
 from mnemo.embed import Embedder
 from mnemo.episodes import Episode, Role
-from mnemo.index.engine import Vector
+from mnemo.index.documents import Vector, memory_document
 from mnemo.index.entities import entity_key
-from mnemo.index.live import RecallEngine, memory_document
+from mnemo.index.live import RecallEngine
 from mnemo.memories import EntityRef, Memory, Origin
-from mnemo.store import ClickHouseStore
+from mnemo.store import Store
 from mnemo.store.distill import Batch, BatchStatus, JudgeLogRow
 from mnemo.vocabulary import MemoryStatus
 
@@ -70,7 +70,7 @@ class Distiller:
 
     def __init__(
         self,
-        store: ClickHouseStore,
+        store: Store,
         engine: RecallEngine,
         llm: LLM,
         decisions: DecisionModel,

@@ -13,7 +13,7 @@ import fcntl
 import logging
 import os
 import threading
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -166,14 +166,6 @@ class ClickHouseStore(
             memories_by_status={str(s): int(n) for s, n in by_status.result_rows},
             entities=entities,
         )
-
-    # -- compatibility -------------------------------------------------------------------------
-
-    def suppressed(self, person: str, now: datetime) -> set[str]:
-        """Compatibility for daemon/hooks.py, which still asks the store what is suppressed: the
-        policy is :func:`mnemo.usage.suppression.suppressed` (the figures here must equal its
-        own). Remove once the daemon calls that."""
-        return self.clearly_unused(person, since=as_stored(now) - timedelta(days=30), times=6)
 
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """The hooks' side of the daemon: each host event → what to record, what to inject, what to print.
 
-``POST /v1/hooks/<Event>`` carries the host's hook JSON unchanged (see :mod:`mnemo.hook`); the
+``POST /v1/hooks/<Event>`` carries the host's hook JSON unchanged (see :mod:`mnemo.hook_process`); the
 answer (text/plain) is exactly what the hook process prints (often nothing).
 
 - SessionStart: register the session; inject the curated sets of ``keep`` (the workspace's and
@@ -26,8 +26,7 @@ import json
 import logging
 import socket
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime, time, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +34,14 @@ import anyio
 import anyio.to_thread
 
 from mnemo import transcripts
-from mnemo.api.stats import Stats
 from mnemo.clock import utc_now
+from mnemo.config import Settings
 from mnemo.curated import render_injection
-from mnemo.daemon.service import MemoryService, with_waiting
+from mnemo.daemon.hook_ledger import AuditJob, HookLedger
+from mnemo.daemon.keeping import KeepSets
+from mnemo.daemon.recalling import Recall
+from mnemo.daemon.recording import Recording
+from mnemo.daemon.storecalls import StoreCalls
 from mnemo.episodes import EpisodeIn, Role, clip_text
 from mnemo.errors import InputError
 from mnemo.injected import strip_injected
@@ -46,9 +49,7 @@ from mnemo.jsonread import read_json
 from mnemo.memories import Memory
 from mnemo.paths import SPOOL_NAME
 from mnemo.recall import MAX_QUERY_CHARS
-from mnemo.store.usage import InjectionRow, SessionRow, VerdictRow
-from mnemo.usage import stats
-from mnemo.usage.audit import Auditor
+from mnemo.store.usage import InjectionRow, SessionRow
 from mnemo.usage.budget import BLOCK_TOKENS, SESSION_TOKENS, estimate_tokens, pack
 from mnemo.usage.sessions import SessionBook, SessionState
 from mnemo.vocabulary import MemoryType
@@ -61,10 +62,7 @@ MAX_SESSION_CHARS = 500  # as an episode's session
 MAX_PATH_CHARS = 4_096  # cwd and transcript_path, as an episode's cwd
 CANDIDATES = 24  # memories ranked per injection, before the session's filters
 START_CANDIDATES = 300
-SUPPRESSED_TTL_S = 60.0
 SPOOL_POLL_S = 5.0
-# A host's reported permission mode counts this long (a pid is reused, eventually).
-MODE_TTL_S = 12 * 3_600.0
 # A live event waits at most this long for the events spooled before the daemon was up.
 SPOOL_FIRST_WAIT_S = 0.5  # well under the hooks' own deadlines (0.8–3 s)
 # At session start, with no question to rank by: what is worth having in mind first.
@@ -80,33 +78,32 @@ START_ORDER = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class AuditJob:
-    session: str
-    person: str
-    turn: int
-    memories: list[str]
-    prompt: str
-    answer: str
+class HookEvents:
+    """Each host event: what to record, what to inject, what the hook prints."""
 
-
-class HookService:
-    def __init__(self, service: MemoryService, clock: Callable[[], datetime] = utc_now) -> None:
-        self.service = service
-        self.store = service.store
-        self._settings = service.settings
+    def __init__(
+        self,
+        calls: StoreCalls,
+        settings: Settings,
+        recording: Recording,
+        recall: Recall,
+        keep: KeepSets,
+        ledger: HookLedger,
+        distil: Callable[[str], object],
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self._calls = calls
+        self.store = calls.store
+        self._settings = settings
+        self._recording = recording
+        self._recall = recall
+        self._keep = keep
+        self.ledger = ledger
+        self._distil = distil
         self._clock = clock
-        self._book = SessionBook()
-        self._auditor = Auditor(service.distilling.decisions)
-        self._suppressed: dict[str, tuple[float, set[str]]] = {}
+        self.sessions = SessionBook()
         self._loading: dict[str, anyio.Lock] = {}
-        self._audit_send, self._audit_receive = anyio.create_memory_object_stream[AuditJob](1_000)
-        self._ledger_send, self._ledger_receive = anyio.create_memory_object_stream[
-            list[InjectionRow | SessionRow]
-        ](10_000)
         self._host = socket.gethostname()
-        self.audits_done = 0
-        self._modes: dict[int, tuple[str, float]] = {}  # host pid → (permission mode, when)
         # Events spooled while the daemon was down happened before any live one: live events wait
         # (bounded) for their first replay, or a PreCompact could distil a session without them.
         self._spool_replayed = anyio.Event()
@@ -115,20 +112,6 @@ class HookService:
             self._spool_replayed.set()
 
     # -- the API -------------------------------------------------------------------------------
-
-    def note_mode(self, host: int, payload: Mapping[str, Any]) -> None:
-        """Remember the permission mode the host reported (every hook input carries it)."""
-        mode = payload.get("permission_mode")
-        if isinstance(mode, str) and host > 1:
-            self._modes[host] = (mode, anyio.current_time())
-
-    def is_plan_mode(self, host: int | None) -> bool:
-        """Whether the host (a Claude Code or Codex process: its MCP server's parent) last
-        reported plan mode, within the last MODE_TTL_S."""
-        if host is None:
-            return False
-        mode, at = self._modes.get(host, ("", 0.0))
-        return mode == "plan" and anyio.current_time() - at < MODE_TTL_S
 
     async def handle(self, event: str, payload: Mapping[str, Any], client: str, *, live: bool = True) -> str:
         """What to print for ``event`` (an empty string: nothing). ``live=False``: an event replayed
@@ -145,7 +128,7 @@ class HookService:
                 await self._spool_replayed.wait()
         if event == "SessionEnd":
             await self._end(session_id, client, payload)
-            self.service.distil(session_id)  # no need to wait for the session to go quiet
+            self._distil(session_id)  # no need to wait for the session to go quiet
             return ""
         if event == "UserPromptSubmit":
             return await self._prompt(session_id, client, payload, live)
@@ -158,19 +141,12 @@ class HookService:
             case "Stop":
                 await self._stop(state, payload)
             case "PreCompact":
-                self.service.distil(state.id)
+                self._distil(state.id)
         return ""
 
     async def run(self) -> None:
-        """The background work: usage audits, writing down what was injected, the spool."""
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._write_ledger)
-            tg.start_soon(self._run_audits)
-            tg.start_soon(self._replay_spool_forever)
-
-    async def _replay_spool_forever(self) -> None:
-        """Events hooks spooled while the daemon was down (:mod:`mnemo.hook`): now, then every few
-        seconds (a hook that raced the daemon's start may spool after the first look)."""
+        """Replay the events hooks spooled while the daemon was down (:mod:`mnemo.hook_process`):
+        now, then every few seconds (a hook that raced the daemon's start may spool after)."""
         while True:
             try:
                 await self.replay_spool()
@@ -205,56 +181,15 @@ class HookService:
             logger.info("replayed %d hook events spooled while the daemon was down", replayed)
         return replayed
 
-    async def _write_ledger(self) -> None:
-        """Session and injection rows are written after the hook has its answer (the sessions'
-        state in memory already counts them); a daemon killed in between forgets those rows only."""
-        async with self._ledger_send, self._ledger_receive:
-            async for rows in self._ledger_receive:
-                batch = with_waiting(self._ledger_receive, list(rows))
-                injections = [r for r in batch if isinstance(r, InjectionRow)]
-                sessions = [r for r in batch if isinstance(r, SessionRow)]
-                try:
-                    for row in sessions:
-                        await self.service.call_store(self.store.put_session, row)
-                    await self.service.call_store(self.store.put_injections, injections)
-                except Exception:
-                    logger.exception(
-                        "recording %d sessions and %d injections failed", len(sessions), len(injections)
-                    )
-
-    def _later(self, rows: list[InjectionRow | SessionRow]) -> None:
-        try:
-            self._ledger_send.send_nowait(rows)
-        except anyio.WouldBlock:
-            logger.warning("the hooks' ledger is full; %d rows not recorded", len(rows))
-
-    async def _run_audits(self) -> None:
-        """Audit finished turns, one at a time, on a worker thread (the model may be slow)."""
-        async with self._audit_send, self._audit_receive:
-            async for job in self._audit_receive:
-                try:
-                    await self._audit(job)
-                except Exception:  # one failed audit must not stop the next
-                    logger.exception("usage audit of session %s turn %d failed", job.session, job.turn)
-
-    async def stats(self, days: int) -> Stats:
-        """The last ``days`` UTC days, today included (:mod:`mnemo.usage.stats`)."""
-        now = self._clock()
-        until = datetime.combine(now.date() + timedelta(days=1), time(), tzinfo=UTC)
-        since = until - timedelta(days=days)
-        person = self._settings.namespace_of_person
-        figures = await self.service.call_store(stats.from_store, self.store, person, since, until)
-        return await anyio.to_thread.run_sync(stats.gather, figures, person, since, until)
-
     # -- sessions ------------------------------------------------------------------------------
 
     async def _session(self, session_id: str, client: str, payload: Mapping[str, Any]) -> SessionState:
-        state = self._book.get(session_id)
+        state = self.sessions.get(session_id)
         if state is not None:
             return state
         lock = self._loading.setdefault(session_id, anyio.Lock())
         async with lock:
-            state = self._book.get(session_id)
+            state = self.sessions.get(session_id)
             if state is None:
                 state = await self._load(session_id, client, payload)
         self._loading.pop(session_id, None)
@@ -262,15 +197,15 @@ class HookService:
 
     async def _load(self, session_id: str, client: str, payload: Mapping[str, Any]) -> SessionState:
         # What this daemon journaled (or replayed) must be in the store before the history is read.
-        await self.service.journal_flushed()
-        row, history = await self.service.call_store(self.store.session_state, session_id)
+        await self._recording.journal_flushed()
+        row, history = await self._calls(self.store.session_state, session_id)
         if row is None:
             row = self._new_row(session_id, client, payload)
-            self._later([row])
+            self.ledger.later([row])
         person = self._settings.namespace_of_person
         state = SessionState.resumed(session_id, client, person, row.workspace, history)
         state.row = row
-        return self._book.put(state)
+        return self.sessions.put(state)
 
     def _new_row(self, session_id: str, client: str, payload: Mapping[str, Any]) -> SessionRow:
         """The row of a session seen for the first time."""
@@ -281,17 +216,17 @@ class HookService:
         )
 
     async def _end(self, session_id: str, client: str, payload: Mapping[str, Any]) -> None:
-        state = self._book.get(session_id)
+        state = self.sessions.get(session_id)
         row = state.row if state is not None else None
         if row is None:
-            row, _ = await self.service.call_store(self.store.session_state, session_id)
+            row, _ = await self._calls(self.store.session_state, session_id)
         if row is None:
             row = self._new_row(session_id, client, payload)
         now = self._clock()
-        self._later(
+        self.ledger.later(
             [dataclasses.replace(row, ended_at=now, end_reason=str(payload.get("reason") or "")[:200])]
         )
-        self._book.drop(session_id)
+        self.sessions.drop(session_id)
 
     # -- events --------------------------------------------------------------------------------
 
@@ -299,12 +234,12 @@ class HookService:
         if payload.get("source") in ("clear", "compact"):
             state.injected.clear()  # the context that held them is gone
         namespaces = [state.workspace, state.person]
-        found = await self.service.call_store(self.store.active_memories, namespaces, START_CANDIDATES)
-        uses = await self.service.call_store(self.store.use_counts, state.person)
+        found = await self._calls(self.store.active_memories, namespaces, START_CANDIDATES)
+        uses = await self._calls(self.store.use_counts, state.person)
         found.sort(key=lambda m: m.updated_at, reverse=True)
         found.sort(key=lambda m: (-uses.get(m.id, 0), START_ORDER.get(m.type, 9)))
         # The curated sets come first, whole: their own hard budgets bound them (mnemo.curated).
-        kept = await self.service.kept.sets(state.workspace)
+        kept = await self._keep.sets(state.workspace)
         kept_text = render_injection(kept.project.entries if kept.project else [], kept.user.entries)
         if kept_text:
             state.blocks += 1
@@ -312,7 +247,7 @@ class HookService:
             row = InjectionRow(
                 state.id, state.blocks, state.turn, "", "SessionStart", state.person, tokens, self._clock()
             )
-            self._later([row])
+            self.ledger.later([row])
             state.tokens += tokens
         return await self._inject(state, "SessionStart", found, before=kept_text or "")
 
@@ -331,7 +266,7 @@ class HookService:
         async def recall() -> None:
             nonlocal found
             if question and live:
-                found = await self.service.related_current(question, guessed, CANDIDATES)
+                found = await self._recall.related_current(question, guessed, CANDIDATES)
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(recall)
@@ -342,7 +277,7 @@ class HookService:
         if not live:
             return ""
         if question and [state.workspace, state.person] != guessed:
-            found = await self.service.related_current(question, [state.workspace, state.person], CANDIDATES)
+            found = await self._recall.related_current(question, [state.workspace, state.person], CANDIDATES)
         return await self._inject(state, "UserPromptSubmit", found)
 
     async def _tool_result(self, state: SessionState, payload: Mapping[str, Any]) -> None:
@@ -361,7 +296,7 @@ class HookService:
         await self._record(state, "answer", answer, Role.ASSISTANT, "assistant", payload)
         audited = [m for t in sorted(state.by_turn) if t <= turn for m in state.by_turn.pop(t)]
         if audited:
-            redact = self.service.redact
+            redact = self._recording.redact
             job = AuditJob(
                 state.id,
                 state.person,
@@ -370,10 +305,7 @@ class HookService:
                 redact(strip_injected(state.prompts.get(turn, ""))),
                 redact(strip_injected(answer)),
             )
-            try:
-                self._audit_send.send_nowait(job)
-            except anyio.WouldBlock:
-                logger.warning("usage audit queue full; turn %d of %s not audited", turn, state.id)
+            self.ledger.audit_later(job)
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -395,7 +327,7 @@ class HookService:
             cwd=_cwd(payload),
             host=self._host[:500],
         )
-        await self.service.record([episode])
+        await self._recording.record([episode])
         state.episodes.add(episode_id)
 
     async def _inject(
@@ -406,11 +338,11 @@ class HookService:
         budget = min(BLOCK_TOKENS, SESSION_TOKENS - state.tokens)
         if budget <= 0 or not ranked:
             return _context(event, before)
-        suppressed = await self._suppressed_for(state.person)
+        suppressed = await self.ledger.suppressed_for(state.person)
         # Sources the session has not seen yet: a memory noted in it (remember) or distilled from it.
         unknown = list(dict.fromkeys(s for m in ranked for s in state.unknown(m.sources)))
         if unknown:
-            here = await self.service.call_store(self.store.in_session, unknown, state.id)
+            here = await self._calls(self.store.in_session, unknown, state.id)
             state.learn(unknown, here)
         fresh = [
             m
@@ -429,43 +361,12 @@ class HookService:
         rows.append(
             InjectionRow(state.id, state.blocks, state.turn, "", event, state.person, block.frame_tokens, now)
         )
-        self._later(rows)
+        self.ledger.later(rows)
         state.tokens += block.tokens
         for memory in block.memories:
             state.injected.add(memory.id)
             state.by_turn.setdefault(state.turn, []).append(memory.id)
         return _context(event, f"{before}\n{block.text}" if before else block.text)
-
-    async def _suppressed_for(self, person: str) -> set[str]:
-        cached = self._suppressed.get(person)
-        if cached is not None and anyio.current_time() - cached[0] < SUPPRESSED_TTL_S:
-            return cached[1]
-        found = await self.service.call_store(self.store.suppressed, person, self._clock())
-        self._suppressed[person] = (anyio.current_time(), found)
-        return found
-
-    async def _audit(self, job: AuditJob) -> None:
-        rows = []
-        for memory_id in job.memories:
-            memory = self.service.engine.memory(memory_id)
-            if memory is None:  # forgotten since
-                continue
-            judgement = await anyio.to_thread.run_sync(self._auditor.judge, memory, job.prompt, job.answer)
-            rows.append(
-                VerdictRow(
-                    memory_id,
-                    job.session,
-                    job.turn,
-                    job.person,
-                    judgement.verdict,
-                    judgement.probability,
-                    judgement.method,
-                    self._clock(),
-                )
-            )
-        await self.service.call_store(self.store.put_verdicts, rows)
-        self._suppressed.pop(job.person, None)
-        self.audits_done += 1
 
 
 def _session_key(session_id: str) -> str:

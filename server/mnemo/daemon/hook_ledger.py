@@ -1,0 +1,161 @@
+"""What the hooks leave behind them: the session and injection rows (written after the hook has
+its answer), the usage audit of each finished turn, the memories suppressed for a person, and the
+stats drawn from all of it (``mnemo stats``)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, time, timedelta
+
+import anyio
+import anyio.to_thread
+
+from mnemo.api.stats import Stats
+from mnemo.clock import utc_now
+from mnemo.config import Settings
+from mnemo.daemon.recording import with_waiting
+from mnemo.daemon.storecalls import StoreCalls
+from mnemo.index.live import RecallEngine
+from mnemo.store.usage import InjectionRow, SessionRow, VerdictRow
+from mnemo.usage import stats, suppression
+from mnemo.usage.audit import Auditor
+
+logger = logging.getLogger(__name__)
+SUPPRESSED_TTL_S = 60.0
+LEDGER_QUEUE = 10_000
+AUDIT_QUEUE = 1_000
+
+
+@dataclass(frozen=True, slots=True)
+class AuditJob:
+    session: str
+    person: str
+    turn: int
+    memories: list[str]
+    prompt: str
+    answer: str
+
+
+class HookLedger:
+    def __init__(
+        self,
+        calls: StoreCalls,
+        settings: Settings,
+        auditor: Auditor,
+        engine: RecallEngine,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self._calls = calls
+        self.store = calls.store
+        self._settings = settings
+        self._auditor = auditor
+        self._engine = engine
+        self._clock = clock
+        self._suppressed: dict[str, tuple[datetime, set[str]]] = {}
+        self._audit_send, self._audit_receive = anyio.create_memory_object_stream[AuditJob](AUDIT_QUEUE)
+        self._ledger_send, self._ledger_receive = anyio.create_memory_object_stream[
+            list[InjectionRow | SessionRow]
+        ](LEDGER_QUEUE)
+        self.audits_done = 0
+        self._rows_queued = self._rows_done = 0
+        self._rows_written = anyio.Event()  # set (and replaced) at each batch written
+
+    async def run(self) -> None:
+        """Write down what was injected; audit finished turns. Both for the daemon's whole life."""
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._write_ledger)
+            tg.start_soon(self._run_audits)
+
+    def audit_later(self, job: AuditJob) -> None:
+        try:
+            self._audit_send.send_nowait(job)
+        except anyio.WouldBlock:
+            logger.warning("usage audit queue full; turn %d of %s not audited", job.turn, job.session)
+
+    async def _write_ledger(self) -> None:
+        """Session and injection rows are written after the hook has its answer (the sessions'
+        state in memory already counts them); a daemon killed in between forgets those rows only."""
+        async with self._ledger_send, self._ledger_receive:
+            async for rows in self._ledger_receive:
+                batch = with_waiting(self._ledger_receive, list(rows))
+                injections = [r for r in batch if isinstance(r, InjectionRow)]
+                sessions = [r for r in batch if isinstance(r, SessionRow)]
+                try:
+                    for row in sessions:
+                        await self._calls(self.store.put_session, row)
+                    await self._calls(self.store.put_injections, injections)
+                except Exception:
+                    logger.exception(
+                        "recording %d sessions and %d injections failed", len(sessions), len(injections)
+                    )
+                self._rows_done += len(batch)
+                self._rows_written.set()
+                self._rows_written = anyio.Event()
+
+    def later(self, rows: list[InjectionRow | SessionRow]) -> None:
+        """Write ``rows`` once the hook has its answer."""
+        try:
+            self._ledger_send.send_nowait(rows)
+        except anyio.WouldBlock:
+            logger.warning("the hooks' ledger is full; %d rows not recorded", len(rows))
+            return
+        self._rows_queued += len(rows)
+
+    async def written(self) -> None:
+        """Return once every row given to :meth:`later` so far is written (or failed to be)."""
+        target = self._rows_queued
+        while self._rows_done < target:
+            await self._rows_written.wait()
+
+    async def _run_audits(self) -> None:
+        """Audit finished turns, one at a time, on a worker thread (the model may be slow)."""
+        async with self._audit_send, self._audit_receive:
+            async for job in self._audit_receive:
+                try:
+                    await self._audit(job)
+                except Exception:  # one failed audit must not stop the next
+                    logger.exception("usage audit of session %s turn %d failed", job.session, job.turn)
+
+    async def stats(self, days: int) -> Stats:
+        """The last ``days`` UTC days, today included (:mod:`mnemo.usage.stats`)."""
+        now = self._clock()
+        until = datetime.combine(now.date() + timedelta(days=1), time(), tzinfo=UTC)
+        since = until - timedelta(days=days)
+        person = self._settings.namespace_of_person
+        figures = await self._calls(stats.from_store, self.store, person, since, until)
+        return await anyio.to_thread.run_sync(stats.gather, figures, person, since, until)
+
+    async def suppressed_for(self, person: str) -> set[str]:
+        """What is suppressed for ``person`` now (read again at most every SUPPRESSED_TTL_S)."""
+        now = self._clock()
+        cached = self._suppressed.get(person)
+        if cached is not None and abs((now - cached[0]).total_seconds()) < SUPPRESSED_TTL_S:
+            return cached[1]
+        found = await self._calls(suppression.suppressed, self.store, person, now)
+        self._suppressed[person] = (now, found)
+        return found
+
+    async def _audit(self, job: AuditJob) -> None:
+        rows = []
+        for memory_id in job.memories:
+            memory = self._engine.memory(memory_id)
+            if memory is None:  # forgotten since
+                continue
+            judgement = await anyio.to_thread.run_sync(self._auditor.judge, memory, job.prompt, job.answer)
+            rows.append(
+                VerdictRow(
+                    memory_id,
+                    job.session,
+                    job.turn,
+                    job.person,
+                    judgement.verdict,
+                    judgement.probability,
+                    judgement.method,
+                    self._clock(),
+                )
+            )
+        await self._calls(self.store.put_verdicts, rows)
+        self._suppressed.pop(job.person, None)
+        self.audits_done += 1

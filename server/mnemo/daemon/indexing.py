@@ -1,0 +1,233 @@
+"""The daemon's search index: built from the store at start, kept current, its vectors made in
+the background, its graphs saved at exit.
+
+The build reads the store a page at a time, each page with the store to itself and indexed
+without it, so that appends and remembers arriving during a long build are stored at once. Once
+built, the index's objects are frozen out of the cyclic collector and what the build freed is
+given back to the system. Every indexed item gets a vector of the active model from
+:meth:`Indexing.run_embedding`, which yields to questions: hooks wait on recall.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import gc
+import logging
+import time
+from collections.abc import AsyncIterator
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+import numpy as np
+import numpy.typing as npt
+
+from mnemo.clock import utc_now
+from mnemo.config import Settings
+from mnemo.daemon.storecalls import StoreCalls
+from mnemo.embed import Embedder
+from mnemo.episodes import Episode
+from mnemo.errors import MnemoError, NotReadyError
+from mnemo.index.documents import passage_key, split_key
+from mnemo.index.live import Question, RecallEngine
+from mnemo.memories import Memory
+
+logger = logging.getLogger(__name__)
+EMBED_BATCH = 16
+QUIET_S = 0.3  # the background embedding waits this long after the last question
+BUSY_S = 5.0  # and embeds BUSY_BATCH at a time when the last question is more recent than this
+BUSY_BATCH = 2
+BUILD_PAGE_ROWS = 5_000
+KEY_PAGE_ROWS = 50_000
+
+
+def _give_back_freed_memory() -> None:
+    """Return to the system what the index build allocated and freed. glibc keeps freed blocks
+    inside the process (its mmap threshold rises with each large block freed, so later ones come
+    from the heap), and the daemon's RSS stays near the build's peak without this. Where there is
+    no malloc_trim (macOS, musl) there is nothing to do."""
+    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
+    if trim is not None:
+        trim(0)
+
+
+class Indexing:
+    def __init__(self, calls: StoreCalls, settings: Settings, embedder: Embedder | None) -> None:
+        self.engine = RecallEngine(embedder)
+        self._calls = calls
+        self._settings = settings
+        self._built = anyio.Event()
+        self.build_s: float | None = None
+        self.vector_graphs: list[str] = []
+        self._embedder_limiter = anyio.CapacityLimiter(1)
+        self._backlog_added = anyio.Event()
+        self._last_question = 0.0
+        self._embedding_in_flight = 0
+
+    @property
+    def is_built(self) -> bool:
+        return self._built.is_set()
+
+    @property
+    def backlog(self) -> int:
+        """Items waiting for a vector, the batch being embedded included."""
+        return self.engine.backlog + self._embedding_in_flight
+
+    @property
+    def is_busy(self) -> bool:
+        return self.backlog > 0
+
+    async def built(self) -> None:
+        """Return once the start-up build is done."""
+        await self._built.wait()
+
+    async def ready(self) -> None:
+        """Wait a bounded while for the start-up build; then say so rather than hang."""
+        with anyio.move_on_after(min(10.0, self._settings.request_timeout_s / 2)):
+            await self._built.wait()
+        if not self._built.is_set():
+            loaded = len(self.engine.memories)
+            raise NotReadyError(
+                f"the daemon is still building its search index from the store ({loaded:,} memories "
+                "loaded so far); try again in a moment"
+            )
+
+    async def build(self) -> None:
+        """Load everything from the store into the engine, page by page."""
+        started = time.monotonic()
+        engine, embedder, calls, store = self.engine, self.engine.embedder, self._calls, self._calls.store
+        embedded: set[str] = set()
+        if embedder is not None:
+            after_key = ("", 0)
+            while keys := await calls(store.embedding_keys_page, embedder.model_id, after_key, KEY_PAGE_ROWS):
+                # A memory's vector is (id, 0); a passage's is (episode id, n), keyed "id#n".
+                embedded.update(passage_key(o, p) for o, p in keys)
+                embedded.update(o for o, p in keys if p == 0)
+                after_key = keys[-1]
+        after = ""
+        while memories := await calls(store.memories_page, after, BUILD_PAGE_ROWS):
+            await anyio.to_thread.run_sync(
+                functools.partial(engine.add_memories, memories, embedded, bulk=True)
+            )
+            after = memories[-1].id
+        after = ""
+        while episodes := await calls(store.episodes_page, after, BUILD_PAGE_ROWS):
+            await anyio.to_thread.run_sync(
+                functools.partial(engine.add_episodes, episodes, embedded, bulk=True)
+            )
+            after = episodes[-1].id
+        engine.add_entities(await calls(store.all_entities))
+        if embedder is not None:
+            async for keys, matrix in self._embedding_pages(embedder.model_id):
+                await anyio.to_thread.run_sync(engine.load_vectors, keys, matrix)
+        finishing = time.monotonic()
+        graphs = await anyio.to_thread.run_sync(engine.finish_build, self._settings.index_dir)
+        logger.info("index finished in %.1f s: %s", time.monotonic() - finishing, "; ".join(graphs))
+        self.vector_graphs = graphs
+        # The index's objects live as long as the daemon: keep the cyclic collector from walking
+        # them again at every full collection (a pause proportional to the index's size).
+        gc.collect()
+        gc.freeze()
+        _give_back_freed_memory()
+        self.build_s = round(time.monotonic() - started, 3)
+        self._built.set()
+        self._backlog_added.set()
+        logger.info(
+            "index built in %.1f s: %d memories, %d episode passages, %d waiting for vectors",
+            time.monotonic() - started,
+            len(engine.memories),
+            len(engine.passages),
+            engine.backlog,
+        )
+
+    async def save(self) -> None:
+        """At exit: save the vector graphs that changed much since the start (never raises)."""
+        if not self._built.is_set():
+            return
+        started = time.monotonic()
+        try:
+            saved = await anyio.to_thread.run_sync(self.engine.save_graphs, self._settings.index_dir)
+        except Exception:
+            logger.exception("vector graphs not saved")
+            return
+        if saved:
+            logger.info("vector graphs saved in %.1f s: %d nodes", time.monotonic() - started, saved)
+
+    async def _embedding_pages(
+        self, model: str
+    ) -> AsyncIterator[tuple[list[tuple[str, int]], npt.NDArray[np.float32]]]:
+        after = ("", 0)
+        while True:
+            keys, matrix = await self._calls(self._calls.store.embeddings_page, model, after, BUILD_PAGE_ROWS)
+            if not keys:
+                return
+            yield keys, matrix
+            after = keys[-1]
+
+    def add_episodes(self, episodes: list[Episode]) -> None:
+        """Index newly stored episodes; runs on a worker thread (the embedder is woken on the loop)."""
+        self.engine.add_episodes(episodes)
+        anyio.from_thread.run_sync(self.wake_embedder)
+
+    async def add_memory(self, memory: Memory, entities: list[tuple[str, str, list[str]]]) -> None:
+        self.engine.add_entities(entities)
+        await anyio.to_thread.run_sync(self.engine.add_memories, [memory])
+        self.wake_embedder()
+
+    def apply(self, memory: Memory, *, is_text_changed: bool) -> None:
+        """Apply a new version of a stored memory to the index at once (a new text: re-indexed,
+        its vector recomputed in the background, call :meth:`wake_embedder` after; otherwise its
+        status and stored copy). Callable from a worker thread."""
+        if is_text_changed:
+            self.engine.add_memories([memory])
+        else:
+            self.engine.set_memory_status(memory)
+
+    def wake_embedder(self) -> None:
+        """Tell the background embedder there is new text (from the event loop's thread)."""
+        self._backlog_added.set()
+
+    def understand(self, text: str) -> Question:
+        """A question analysed for the engine; it also holds the background embedding back."""
+        self._last_question = time.monotonic()
+        return self.engine.understand(text, utc_now())
+
+    def question_limiter(self) -> anyio.CapacityLimiter | None:
+        """A question does not wait behind a background batch when the model allows two callers."""
+        embedder = self.engine.embedder
+        return None if embedder is None or embedder.is_thread_safe else self._embedder_limiter
+
+    async def run_embedding(self) -> None:
+        """Give every indexed item a vector of the active model, in the background, forever."""
+        embedder = self.engine.embedder
+        if embedder is None:
+            return
+        while True:
+            await self._backlog_added.wait()
+            self._backlog_added = anyio.Event()
+            while self.engine.backlog:
+                # Questions first: a batch waits until no question has come for QUIET_S, so a hook
+                # does not share the cores with the embedding of the episode it just recorded;
+                # while questions keep coming, batches are small, so the next one waits less.
+                while (quiet := time.monotonic() - self._last_question) < QUIET_S:
+                    await anyio.sleep(QUIET_S - quiet)
+                items = self.engine.take_backlog(EMBED_BATCH if quiet >= BUSY_S else BUSY_BATCH)
+                if not items:
+                    break
+                self._embedding_in_flight = len(items)  # still "waiting for vectors" in status
+                try:
+                    await self._embed(embedder, items)
+                finally:
+                    self._embedding_in_flight = 0
+
+    async def _embed(self, embedder: Embedder, items: list[tuple[str, str, str]]) -> None:
+        vectors = await anyio.to_thread.run_sync(
+            embedder.embed_documents, [text for _, _, text in items], limiter=self._embedder_limiter
+        )
+        keys = [split_key(key) for _, key, _ in items]
+        try:
+            await self._calls(self._calls.store.put_embeddings, embedder.model_id, keys, vectors)
+        except MnemoError:
+            logger.exception("storing %d embeddings failed; they are recomputed at next start", len(keys))
+        self.engine.put_vectors([(name, key) for name, key, _ in items], vectors)

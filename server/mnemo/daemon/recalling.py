@@ -1,0 +1,136 @@
+"""Recall: memories that answer a question, episodes when none does, and what hooks inject.
+No language model is asked; the index answers (:mod:`mnemo.index`)."""
+
+from __future__ import annotations
+
+import anyio
+import anyio.to_thread
+
+from mnemo.daemon.indexing import Indexing
+from mnemo.daemon.recording import Recording
+from mnemo.daemon.storecalls import StoreCalls
+from mnemo.errors import NotFoundError
+from mnemo.index.documents import Ranked
+from mnemo.index.live import Question
+from mnemo.memories import Memory
+from mnemo.recall import (
+    EpisodeHit,
+    EpisodesResult,
+    MemoryHit,
+    RecallEpisodeRequest,
+    RecallRequest,
+    RecallResult,
+)
+
+
+class Recall:
+    def __init__(self, calls: StoreCalls, index: Indexing, recording: Recording) -> None:
+        self._calls = calls
+        self._index = index
+        self._recording = recording
+
+    async def recall(self, request: RecallRequest) -> RecallResult:
+        """Memories that answer the question; episodes when no memory does."""
+        await self._index.ready()
+        engine = self._index.engine
+        namespaces = [request.namespace] if request.namespace else None
+        types = [t.value for t in request.types] if request.types else None
+
+        def find() -> tuple[Question, list[Ranked]]:
+            # One worker-thread hop for analysis, embedding and ranking: hooks wait on this.
+            question = self._index.understand(request.query)
+            found = engine.search_memories(
+                question,
+                namespaces=namespaces,
+                types=types,
+                force_history=request.include_history,
+                limit=request.limit,
+            )
+            return question, found
+
+        question, found = await anyio.to_thread.run_sync(find, limiter=self._index.question_limiter())
+        if any(engine.is_related(f) for f in found):
+            hits = []
+            for f in found:
+                memory = engine.memory(f.owner)
+                if memory is not None:
+                    explain = f.components if request.explain else None
+                    hits.append(MemoryHit(score=f.score, memory=memory, explain=explain))
+            return RecallResult(memories=hits, episodes=[])
+        episodes = await self._search_episodes(question, namespaces, None, request.limit, request.explain)
+        return RecallResult(memories=[], episodes=episodes)
+
+    async def related_current(self, text: str, namespaces: list[str], limit: int) -> list[Memory]:
+        """Current memories in ``namespaces`` that answer ``text``, best first: what the hooks
+        inject. Empty while the start-up index is being built (a hook does not wait for it)."""
+        if not self._index.is_built:
+            return []
+        engine = self._index.engine
+
+        def find() -> list[Ranked]:
+            question = self._index.understand(text)
+            return engine.search_memories(
+                question,
+                namespaces=namespaces,
+                types=None,
+                force_history=False,
+                limit=limit,
+                current_only=True,
+            )
+
+        found = await anyio.to_thread.run_sync(find, limiter=self._index.question_limiter())
+        memories = (engine.memory(f.owner) for f in found if engine.is_related(f))
+        return [m for m in memories if m is not None]
+
+    async def recall_episodes(self, request: RecallEpisodeRequest) -> EpisodesResult:
+        await self._recording.journal_flushed()
+        store = self._calls.store
+        if request.id is not None:
+            found = await self._calls(store.get_episodes, [request.id])
+            if not found:
+                raise NotFoundError(f"no episode has the id {request.id!r}")
+            return EpisodesResult(episodes=[EpisodeHit(score=1.0, episode=e) for e in found])
+        if request.query is not None:
+            await self._index.ready()
+            namespaces = [request.namespace] if request.namespace else None
+            sessions = [request.session] if request.session else None
+            question = await anyio.to_thread.run_sync(
+                self._index.understand, request.query, limiter=self._index.question_limiter()
+            )
+            hits = await self._search_episodes(question, namespaces, sessions, request.limit, False)
+            return EpisodesResult(episodes=hits)
+        assert request.session is not None
+        session = request.session
+        found = await self._calls(
+            lambda: store.session_episodes(
+                session,
+                from_turn=request.from_turn,
+                to_turn=request.to_turn,
+                namespace=request.namespace,
+                limit=request.limit,
+            )
+        )
+        return EpisodesResult(episodes=[EpisodeHit(score=1.0, episode=e) for e in found])
+
+    async def _search_episodes(
+        self,
+        question: Question,
+        namespaces: list[str] | None,
+        sessions: list[str] | None,
+        limit: int,
+        explain: bool,
+    ) -> list[EpisodeHit]:
+        engine = self._index.engine
+        found = await anyio.to_thread.run_sync(
+            lambda: engine.search_episodes(question, namespaces=namespaces, sessions=sessions, limit=limit)
+        )
+        if not found:
+            return []
+        episodes = {
+            e.id: e for e in await self._calls(self._calls.store.get_episodes, [f.owner for f in found])
+        }
+        return [
+            EpisodeHit(score=f.score, episode=episodes[f.owner], explain=f.components if explain else None)
+            for f in found
+            if f.owner in episodes
+        ]

@@ -1,0 +1,213 @@
+"""The daemon runtime: ``async with Daemon(settings) as daemon:`` is one daemon's whole life.
+
+Entering opens the store, loads the embedding model, makes the services and starts their loops in
+one task group: the group commit and the journal (:mod:`mnemo.daemon.recording`), the index build
+then the background embedding (:mod:`mnemo.daemon.indexing`), distillation, the hooks' ledger and
+usage audit, the review queue's ageing. Leaving stops them, saves the vector graphs and closes the
+store. The HTTP server (:mod:`mnemo.daemon.server`) and the tests start daemons this same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import time
+from collections.abc import Callable
+from datetime import datetime
+from types import TracebackType
+from typing import Self
+
+import anyio
+import anyio.abc
+import anyio.to_thread
+
+from mnemo import __version__
+from mnemo.clock import utc_now
+from mnemo.config import Settings, redact_dsn
+from mnemo.daemon.api import (
+    DistillQueued,
+    DistillStatus,
+    Health,
+    JudgeLog,
+    JudgeLogEntry,
+    ModelSpend,
+    ModelStatus,
+    Status,
+)
+from mnemo.daemon.distilling import DistillLoop
+from mnemo.daemon.hook_events import HookEvents
+from mnemo.daemon.hook_ledger import HookLedger
+from mnemo.daemon.hook_modes import HostModes
+from mnemo.daemon.indexing import Indexing
+from mnemo.daemon.keeping import KeepSets
+from mnemo.daemon.recalling import Recall
+from mnemo.daemon.recording import Recording
+from mnemo.daemon.remembering import Remembering
+from mnemo.daemon.reviewing import Reviews
+from mnemo.daemon.storecalls import StoreCalls
+from mnemo.distill.meter import TokenMeter
+from mnemo.embed import load_embedder
+from mnemo.secrets import SecretRedactor
+from mnemo.store import Store, open_store
+from mnemo.usage.audit import Auditor
+
+logger = logging.getLogger(__name__)
+
+
+class Daemon:
+    """The store, the index, the services and their loops. The services are there once entered."""
+
+    def __init__(self, settings: Settings, *, clock: Callable[[], datetime] = utc_now) -> None:
+        self.settings = settings
+        self._clock = clock
+        self._task_group: anyio.abc.TaskGroup | None = None
+        self.start_error: Exception | None = None  # why entering failed (the server reports it)
+        self.started_at = utc_now()
+        self._started_monotonic = time.monotonic()
+
+    async def __aenter__(self) -> Self:
+        try:
+            return await self._enter()
+        except Exception as exc:
+            self.start_error = exc
+            raise
+
+    async def _enter(self) -> Self:
+        settings = self.settings
+        store: Store = await anyio.to_thread.run_sync(open_store, settings.store)
+        try:
+            embedder = await anyio.to_thread.run_sync(load_embedder, settings)
+            logger.info("embedding model: %s", embedder.model_id if embedder else "none installed")
+            self.store = store
+            self.calls = StoreCalls(store)
+            self.index = Indexing(self.calls, settings, embedder)
+            self.recording = Recording(self.calls, settings, SecretRedactor(), self.index.add_episodes)
+            self.recall = Recall(self.calls, self.index, self.recording)
+            self.remembering = Remembering(self.calls, self.index, self.recording, settings)
+            self.meter = TokenMeter(store, settings.llm_daily_token_cap)
+            self.distilling = DistillLoop(store, self.index.engine, settings, self.meter)
+            self.keep = KeepSets(store, settings, self.calls)
+            auditor = Auditor(self.distilling.decisions)
+            self.ledger = HookLedger(self.calls, settings, auditor, self.index.engine, self._clock)
+            self.hooks = HookEvents(
+                self.calls,
+                settings,
+                self.recording,
+                self.recall,
+                self.keep,
+                self.ledger,
+                self.distil,
+                self._clock,
+            )
+            self.modes = HostModes()
+            self.reviews = Reviews(self.calls, self.index, settings)
+            task_group = anyio.create_task_group()
+            await task_group.__aenter__()
+        except BaseException:
+            store.close()
+            raise
+        self._task_group = task_group
+        task_group.start_soon(self.recording.writer.run)
+        task_group.start_soon(self.recording.run_journal)
+        task_group.start_soon(self.distilling.run, self.index.built, self.recording.journal_flushed)
+        task_group.start_soon(self.hooks.run)
+        task_group.start_soon(self.ledger.run)
+        task_group.start_soon(self.reviews.run)
+        task_group.start_soon(self._build_then_embed)
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        task_group, self._task_group = self._task_group, None
+        if task_group is None:
+            return
+        try:
+            task_group.cancel_scope.cancel()
+            await task_group.__aexit__(None, None, None)
+            await self.index.save()
+        finally:
+            self.store.close()
+
+    async def _build_then_embed(self) -> None:
+        await self.index.build()
+        await self.index.run_embedding()
+
+    @property
+    def is_busy(self) -> bool:
+        """Work that should keep the daemon alive: pending writes, an embedding backlog, a batch
+        being distilled (a session waiting for a model that is down does not keep it alive)."""
+        return self.recording.is_busy or self.index.is_busy or self.distilling.is_busy
+
+    def health(self) -> Health:
+        return Health(
+            version=__version__,
+            pid=os.getpid(),
+            store=self.store.dsn_for_display,
+            inputs=self.settings.inputs_digest,
+            request_timeout_s=self.settings.request_timeout_s,
+        )
+
+    async def status(self) -> Status:
+        counts = await self.calls(self.store.counts)
+        spend = await self.calls(self.meter.today)
+        failed, last_failure = (
+            await self.calls(self.store.failed_summary) if self.distilling.state.enabled else (0, "")
+        )
+        embedder = self.index.engine.embedder
+        return Status(
+            version=__version__,
+            pid=os.getpid(),
+            store=self.store.dsn_for_display,
+            started_at=self.started_at,
+            uptime_s=round(time.monotonic() - self._started_monotonic, 3),
+            schema_version=counts.schema_version,
+            episodes=counts.episodes,
+            memories=counts.memories_by_status,
+            entities=counts.entities,
+            embedder=embedder.model_id if embedder else "none",
+            index_ready=self.index.is_built,
+            index_build_s=self.index.build_s,
+            vector_graphs=self.index.vector_graphs,
+            embedding_backlog=self.index.backlog,
+            language_model=ModelStatus(
+                endpoint=redact_dsn(self.settings.llm_url),
+                model=self.settings.llm_model,
+                tokens_today=spend.tokens,
+                daily_cap=spend.cap,
+                resumes_at=spend.resumes_at,
+                by_model=[ModelSpend(**dataclasses.asdict(u)) for u in spend.by_model],
+            ),
+            distillation=DistillStatus(
+                **dataclasses.asdict(self.distilling.state), failed_batches=failed, last_failure=last_failure
+            ),
+        )
+
+    def distil(self, session: str) -> DistillQueued:
+        """Distil ``session`` now (the PreCompact and SessionEnd hooks ask this, and POST /v1/distill)."""
+        if not self.distilling.state.enabled:
+            return DistillQueued(queued=False, reason="no language model is configured (llm_url, llm_model)")
+        self.distilling.request(session)
+        return DistillQueued(queued=True)
+
+    async def judge_log(self, limit: int, session: str | None) -> JudgeLog:
+        rows = await self.calls(self.store.judge_log, limit, session)
+        return JudgeLog(
+            entries=[
+                JudgeLogEntry(
+                    at=r.at,
+                    batch=r.batch,
+                    session=r.session,
+                    namespace=r.namespace,
+                    memory=r.memory,
+                    action=r.action,
+                    target=r.target,
+                    closes=r.closes,
+                    reason=r.reason,
+                    detail=json.loads(r.detail),
+                )
+                for r in rows
+            ]
+        )
