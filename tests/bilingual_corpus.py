@@ -10,9 +10,9 @@ vector, and asks each question through recall; :func:`score` counts top-1 and to
 
 from __future__ import annotations
 
+from mnemo.api.recall import RecallRequest
 from mnemo.client.typed import DaemonClient
 from mnemo.memories import RememberRequest
-from mnemo.recall import RecallRequest
 from mnemo.vocabulary import MemoryType
 from tests.helpers import wait_for_vectors
 

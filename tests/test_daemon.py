@@ -12,12 +12,12 @@ import anyio
 import httpx2
 import pytest
 
+from mnemo.api.recall import RecallEpisodeRequest
 from mnemo.client.launcher import daemon_pid, ensure_daemon, ping
 from mnemo.client.typed import DaemonClient
 from mnemo.episodes import EpisodeIn
 from mnemo.errors import DaemonError, InputError, NotFoundError
 from mnemo.memories import RememberRequest
-from mnemo.recall import RecallEpisodeRequest
 from mnemo.vocabulary import MemoryType
 from tests.conftest import BIN, Home
 from tests.helpers import (

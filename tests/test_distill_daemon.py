@@ -11,11 +11,11 @@ import time
 import anyio
 import pytest
 
+from mnemo.api.recall import RecallRequest
 from mnemo.client.launcher import daemon_pid
 from mnemo.client.typed import DaemonClient
 from mnemo.episodes import EpisodeIn, Role
 from mnemo.errors import StoreLockedError
-from mnemo.recall import RecallRequest
 from mnemo.store import ClickHouseStore, open_store
 from tests.conftest import Home
 from tests.helpers import is_alive

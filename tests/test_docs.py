@@ -7,7 +7,7 @@ from pathlib import Path
 
 from mnemo.cli import GROUPS
 from mnemo.config import load_settings
-from mnemo.mcpserver import build_server
+from mnemo.mcpserver.tools import build_server
 
 DOCS = Path(__file__).parents[1] / "docs"
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import anyio
 
+from mnemo.api.recall import RecallEpisodeRequest
 from mnemo.client.typed import DaemonClient
 from mnemo.jsonread import CUT_NOTE
-from mnemo.recall import RecallEpisodeRequest
 from mnemo.vocabulary import MemoryType
 from mnemo.workspace import workspace_namespace
 from tests.conftest import Home

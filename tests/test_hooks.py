@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
+from mnemo.api.recall import RecallEpisodeRequest, RecallRequest
 from mnemo.client.launcher import ping
 from mnemo.client.typed import DaemonClient
 from mnemo.daemon.journal import EpisodeJournal
@@ -22,7 +23,6 @@ from mnemo.daemon.rundir import ensure_private_dir
 from mnemo.episodes import Episode, EpisodeKind, Role
 from mnemo.memories import RememberRequest
 from mnemo.paths import inputs_digest
-from mnemo.recall import RecallEpisodeRequest, RecallRequest
 from mnemo.usage.budget import BLOCK_TOKENS, SESSION_TOKENS, estimate_tokens
 from mnemo.vocabulary import MemoryType
 from tests.conftest import BIN, Home

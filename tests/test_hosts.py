@@ -20,9 +20,9 @@ from typing import Any
 import anyio
 import pytest
 
+from mnemo.api.recall import RecallEpisodeRequest
 from mnemo.client.launcher import stop_daemon
 from mnemo.client.typed import DaemonClient
-from mnemo.recall import RecallEpisodeRequest
 from tests.conftest import BIN, Home
 from tests.host_servers import Block, ScriptedServer, Text, ToolCall, running, tool_results
 

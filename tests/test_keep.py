@@ -12,8 +12,8 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from mnemo.curated import BUDGET_CHARS, Edit, apply, parse_file, render_file, render_injection
 from mnemo.errors import InputError, NotFoundError, OverBudgetError
+from mnemo.keep import BUDGET_CHARS, Edit, apply, parse_file, render_file, render_injection
 from mnemo.vocabulary import KeepAction, KeepScope
 from mnemo.workspace import workspace_namespace
 from tests.conftest import BIN, Home

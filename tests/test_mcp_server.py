@@ -296,7 +296,7 @@ def _session(home: Home, *requests: dict[str, Any]) -> tuple[list[dict[str, Any]
 
 def test_a_second_start_answers_initialize_and_tools_list_from_the_record_then_serves(home: Home) -> None:
     """The first session's initialize and tools/list answers are recorded; the next start answers
-    them from the record (before the MCP SDK has loaded: mnemo.mcpstart) and serves tool calls
+    them from the record (before the MCP SDK has loaded: mnemo.mcpserver.relay) and serves tool calls
     through the SDK as usual."""
     remember = {"name": "remember", "arguments": {"content": "Tabs", "type": "fact"}}
     ask = [{"method": "tools/list"}, {"method": "tools/call", "params": remember}]

@@ -8,13 +8,13 @@ from datetime import UTC, datetime, timedelta
 import anyio
 import numpy as np
 
+from mnemo.api.recall import RecallEpisodeRequest, RecallRequest
 from mnemo.client.typed import DaemonClient
 from mnemo.clock import utc_now
 from mnemo.embed import load_embedder
 from mnemo.episodes import EpisodeIn, new_id
 from mnemo.index.vectors import EXACT_MAX_ROWS
 from mnemo.memories import EntityIn, EntityRef, Memory, RememberRequest
-from mnemo.recall import RecallEpisodeRequest, RecallRequest
 from mnemo.store import open_store
 from mnemo.vocabulary import MemoryStatus, MemoryType
 from tests.conftest import Home

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from mnemo.api.recall import RecallRequest
+from mnemo.api.review import ReviewAction, ReviewEdit
 from mnemo.config import Settings
-from mnemo.daemon.api import ReviewAction, ReviewEdit
 from mnemo.daemon.reviewing import Reviews
 from mnemo.daemon.runtime import Daemon
 from mnemo.distill.decide import DecisionModel
@@ -27,7 +28,6 @@ from mnemo.episodes import EpisodeIn, EpisodeIntake, Role
 from mnemo.errors import InputError, SecretError
 from mnemo.index.live import RecallEngine
 from mnemo.memories import EntityRef, Memory
-from mnemo.recall import RecallRequest
 from mnemo.secrets import SecretRedactor
 from mnemo.store import ClickHouseStore, open_store
 from mnemo.vocabulary import MemoryStatus, MemoryType

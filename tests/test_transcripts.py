@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from mnemo import transcripts
-from mnemo.importer import transcript_episodes
+from mnemo.importing.transcripts import transcript_episodes
 
 
 def _write(path: Path, lines: list[dict[str, Any]]) -> Path:

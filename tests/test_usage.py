@@ -15,11 +15,11 @@ from typing import Any
 import anyio
 import pytest
 
+from mnemo.api.recall import RecallRequest
 from mnemo.clock import as_stored
 from mnemo.daemon.hook_events import HookEvents
 from mnemo.daemon.runtime import Daemon
 from mnemo.memories import RememberRequest
-from mnemo.recall import RecallRequest
 from mnemo.store import Store
 from mnemo.store.usage import SessionRow, VerdictRow
 from mnemo.usage.audit import UNUSED_BELOW, USED_AT, verdict_of

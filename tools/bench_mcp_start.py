@@ -1,7 +1,7 @@
 """How fast a new mnemo-mcp answers a host: initialize, tools/list, and a first real request.
 
 Spawns ``mnemo-mcp`` as a host does, in a fresh MNEMO_HOME: the first start has no start record
-(mnemo.mcpstart: everything waits for the MCP SDK to load); the next ones answer initialize and
+(mnemo.mcpserver.relay: everything waits for the MCP SDK to load); the next ones answer initialize and
 tools/list from the record while the SDK loads. Prints the first start, then median and p95 of
 ``--starts`` more, in ms from spawn.
 

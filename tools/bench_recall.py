@@ -45,15 +45,15 @@ import anyio
 import numpy as np
 import numpy.typing as npt
 
+from mnemo.api.recall import RecallRequest
+from mnemo.api.status import Status
 from mnemo.client.launcher import stop_daemon
 from mnemo.client.typed import DaemonClient
 from mnemo.config import Settings, load_settings
-from mnemo.daemon.api import Status
 from mnemo.embed import Embedder, load_embedder
 from mnemo.index.entities import entity_key
 from mnemo.index.live import RecallEngine
 from mnemo.memories import EntityRef, Memory, Origin
-from mnemo.recall import RecallRequest
 from mnemo.store import open_store
 from mnemo.vocabulary import MemoryStatus, MemoryType
 

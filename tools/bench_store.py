@@ -23,12 +23,12 @@ from pathlib import Path
 
 import anyio
 
+from mnemo.api.recall import RecallRequest
 from mnemo.client.launcher import stop_daemon
 from mnemo.client.typed import DaemonClient
 from mnemo.config import Settings, load_settings
 from mnemo.episodes import EpisodeIn
 from mnemo.memories import RememberRequest
-from mnemo.recall import RecallRequest
 from mnemo.vocabulary import MemoryType
 
 BIN = Path(sys.executable).parent

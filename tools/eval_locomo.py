@@ -33,11 +33,11 @@ from pathlib import Path
 
 import anyio
 
+from mnemo.api.recall import RecallEpisodeRequest
 from mnemo.client.launcher import stop_daemon
 from mnemo.client.typed import DaemonClient
 from mnemo.config import load_settings
 from mnemo.embed import installed_models
-from mnemo.recall import RecallEpisodeRequest
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo"
 KS = (1, 5, 10, 25, 50)

@@ -9,14 +9,21 @@ import sys
 def main() -> int:
     args = sys.argv[1:]
     if args[:1] == ["hook"]:
-        from mnemo.hook import main as hook_main  # noqa: PLC0415 - the hook must start fast
+        from mnemo.hook_process import main as hook_main  # noqa: PLC0415 - the hook must start fast
 
         return hook_main(args[1:])
-    if args:  # --version, usage
-        from mnemo.mcpserver import main as server_main  # noqa: PLC0415 - heavy; not for hooks
+    if args in (["--version"], ["-V"]):
+        from mnemo import __version__  # noqa: PLC0415
 
-        return server_main(args)
-    # Not through mcpserver.main: the relay answers the host while the SDK it imports loads.
-    from mnemo.mcpstart import serve  # noqa: PLC0415
+        sys.stderr.write(f"mnemo-mcp {__version__}\n")
+        return 0
+    if args:
+        sys.stderr.write(
+            "usage: mnemo-mcp [--version]  (serves MCP over stdio)\n"
+            "       mnemo-mcp hook <Event> [--client claude-code|codex]  (a host's hook command)\n"
+        )
+        return 2
+    # The relay answers the host while the MCP SDK, which it imports last, loads.
+    from mnemo.mcpserver.relay import serve  # noqa: PLC0415
 
     return serve()

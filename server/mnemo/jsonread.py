@@ -14,7 +14,7 @@ What other parsers refuse and this one repairs or refuses with a reason:
   JSON has none, and they could not be written back), bytes that are not UTF-8 (replaced by
   U+FFFD, as a text reader would), a leading byte-order mark (skipped).
 
-Standard library only: the MCP relay (:mod:`mnemo.mcpstart`) reads every line with it before the
+Standard library only: the MCP relay (:mod:`mnemo.mcpserver.relay`) reads every line with it before the
 SDK has loaded.
 """
 

@@ -1,7 +1,7 @@
 """Where mnemo keeps its files, from ``MNEMO_HOME`` or the platform's user directories.
 
 Kept apart from :mod:`mnemo.config` and free of third-party imports because the hook process
-(:mod:`mnemo.hook`) needs the daemon's socket path and must start in a few milliseconds: it cannot
+(:mod:`mnemo.hook_process`) needs the daemon's socket path and must start in a few milliseconds: it cannot
 afford pydantic, and ``import platformdirs`` alone costs ~18 ms. On Linux the XDG rules are
 applied here directly (a test checks they agree with platformdirs); elsewhere platformdirs is
 imported on demand.
@@ -19,7 +19,7 @@ HOOK_TIMEOUT_ENV = "MNEMO_HOOK_TIMEOUT_S"
 APP = "mnemo"
 SOCKET_NAME = "daemon.sock"
 DAEMON_LOCK_NAME = "daemon.lock"
-SPOOL_NAME = "hooks.spool"  # hook events that found no daemon, for it to replay (mnemo.hook)
+SPOOL_NAME = "hooks.spool"  # hook events that found no daemon, for it to replay (mnemo.hook_process)
 MAX_HOOK_INPUT_BYTES = 16 * 1024 * 1024  # a hook event's JSON, as the host gives it
 SPAWNED_NAME = "hook-spawned"  # the pid of the daemon a hook last started, and when (its mtime)
 # The digest of the inputs a daemon's settings were resolved from, given to it by its spawner.

@@ -1,6 +1,11 @@
-"""The shapes of what the daemon answers, as models that any layer may build or read.
+"""What crosses the daemon's unix socket: the request and answer bodies of its HTTP API (the
+domain models they carry are :mod:`mnemo.episodes` and :mod:`mnemo.memories`).
 
-Pure pydantic models over the domain models: nothing here imports the store, the index, the
-daemon or a client, so the packages below the daemon can return them and the clients can parse
-them.
+- ``recall``    recall's requests and results (also the MCP tools' structured output);
+- ``memories``  forget;  ``episodes``  appends;  ``keep``  the kept sets;  ``review``  the queue;
+- ``writer``    distil now, the judge's log;  ``status``  health and status;  ``stats``  usage.
+
+This module itself imports nothing: the standard-library clients read the limit from it.
 """
+
+MAX_BODY_BYTES = 64 * 1024 * 1024  # a request's body; past it, 413 before it is read whole

@@ -15,7 +15,7 @@ from mnemo.workspace import repo_root, workspace_namespace
 
 
 def cmd_keep(args: argparse.Namespace, context: Context) -> int:
-    from mnemo.curated import parse_file, render_file  # noqa: PLC0415 - only keep reads its file
+    from mnemo.keep import parse_file, render_file  # noqa: PLC0415 - only keep reads its file
 
     directory = (args.dir or Path.cwd()).resolve()
     workspace = workspace_namespace(str(directory))

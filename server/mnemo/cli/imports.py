@@ -19,7 +19,9 @@ from mnemo.cli.progress import ProgressBar
 from mnemo.cli.render import write
 from mnemo.client.typed import DaemonClient
 from mnemo.errors import InputError
-from mnemo.importer import DEFAULT_BATCH_LINES, TranscriptReport, import_jsonl, import_transcripts
+from mnemo.importing.batching import DEFAULT_BATCH_LINES
+from mnemo.importing.jsonl import import_jsonl
+from mnemo.importing.transcripts import TranscriptReport, import_transcripts
 
 if TYPE_CHECKING:
     from mnemo.config import Settings

@@ -20,27 +20,18 @@ import anyio
 import anyio.to_thread
 from pydantic import BaseModel, ValidationError
 
+from mnemo.api import MAX_BODY_BYTES
+from mnemo.api.episodes import AppendRequest, AppendResponse
+from mnemo.api.keep import KeepImportRequest, KeepRequest, KeepResult, KeptSets
+from mnemo.api.memories import ForgetRequest
+from mnemo.api.recall import EpisodesResult, RecallEpisodeRequest, RecallRequest, RecallResult
+from mnemo.api.review import ReviewAction, ReviewQueue, ReviewUrl
 from mnemo.api.stats import Stats
+from mnemo.api.status import Status
+from mnemo.api.writer import DistillQueued, DistillRequest, JudgeLog
 from mnemo.client.http import ConnectionLostError, NotSentError, UnixHTTP
 from mnemo.client.launcher import ensure_daemon
 from mnemo.config import Settings
-from mnemo.daemon.api import (
-    MAX_BODY_BYTES,
-    AppendRequest,
-    AppendResponse,
-    DistillQueued,
-    DistillRequest,
-    ForgetRequest,
-    JudgeLog,
-    KeepImportRequest,
-    KeepRequest,
-    KeepResult,
-    KeptSets,
-    ReviewAction,
-    ReviewQueue,
-    ReviewUrl,
-    Status,
-)
 from mnemo.episodes import AppendResult, EpisodeIn, new_id
 from mnemo.errors import (
     DaemonError,
@@ -49,7 +40,6 @@ from mnemo.errors import (
     error_from_answer,
 )
 from mnemo.memories import Memory, RememberRequest
-from mnemo.recall import EpisodesResult, RecallEpisodeRequest, RecallRequest, RecallResult
 from mnemo.validation import validated
 
 logger = logging.getLogger(__name__)

@@ -44,18 +44,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from mnemo.api.episodes import AppendRequest, AppendResponse
+from mnemo.api.keep import WORKSPACE_PATTERN, KeepImportRequest, KeepRequest
+from mnemo.api.memories import ForgetRequest
+from mnemo.api.recall import RecallEpisodeRequest, RecallRequest
+from mnemo.api.review import ReviewAction, ReviewUrl
+from mnemo.api.writer import DistillRequest
 from mnemo.daemon import review_page
-from mnemo.daemon.api import (
-    WORKSPACE_PATTERN,
-    AppendRequest,
-    AppendResponse,
-    DistillRequest,
-    ForgetRequest,
-    KeepImportRequest,
-    KeepRequest,
-    ReviewAction,
-    ReviewUrl,
-)
 from mnemo.daemon.messages import answer, matching, parse, read_body, whole_number
 from mnemo.daemon.review_page import ReviewGate
 from mnemo.daemon.runtime import Daemon
@@ -64,7 +59,6 @@ from mnemo.errors import InputError, MnemoError, NotAllowedError
 from mnemo.jsonread import JSONInputError, read_json
 from mnemo.memories import RememberRequest
 from mnemo.paths import MAX_HOOK_INPUT_BYTES
-from mnemo.recall import RecallEpisodeRequest, RecallRequest
 from mnemo.vocabulary import MemoryStatus
 
 logger = logging.getLogger(__name__)

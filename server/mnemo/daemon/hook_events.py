@@ -34,9 +34,9 @@ import anyio
 import anyio.to_thread
 
 from mnemo import transcripts
+from mnemo.api.recall import MAX_QUERY_CHARS
 from mnemo.clock import utc_now
 from mnemo.config import Settings
-from mnemo.curated import render_injection
 from mnemo.daemon.hook_ledger import AuditJob, HookLedger
 from mnemo.daemon.keeping import KeepSets
 from mnemo.daemon.recalling import Recall
@@ -46,9 +46,9 @@ from mnemo.episodes import EpisodeIn, Role, clip_text
 from mnemo.errors import InputError
 from mnemo.injected import strip_injected
 from mnemo.jsonread import read_json
+from mnemo.keep import render_injection
 from mnemo.memories import Memory
 from mnemo.paths import SPOOL_NAME
-from mnemo.recall import MAX_QUERY_CHARS
 from mnemo.store.usage import InjectionRow, SessionRow
 from mnemo.usage.budget import BLOCK_TOKENS, SESSION_TOKENS, estimate_tokens, pack
 from mnemo.usage.sessions import SessionBook, SessionState
@@ -238,7 +238,7 @@ class HookEvents:
         uses = await self._calls(self.store.use_counts, state.person)
         found.sort(key=lambda m: m.updated_at, reverse=True)
         found.sort(key=lambda m: (-uses.get(m.id, 0), START_ORDER.get(m.type, 9)))
-        # The curated sets come first, whole: their own hard budgets bound them (mnemo.curated).
+        # The curated sets come first, whole: their own hard budgets bound them (mnemo.keep).
         kept = await self._keep.sets(state.workspace)
         kept_text = render_injection(kept.project.entries if kept.project else [], kept.user.entries)
         if kept_text:

@@ -1,6 +1,6 @@
 """The daemon's side of ``keep``: edits of the curated sets, one at a time, and their imports.
 
-The rules of an edit and the budgets are :mod:`mnemo.curated`'s; this applies them to the stored
+The rules of an edit and the budgets are :mod:`mnemo.keep`'s; this applies them to the stored
 set under a lock (an edit reads the set, changes it and writes the next version), refuses
 credentials, and says whose set a scope means: ``project`` is the workspace the client names,
 ``user`` the active person.
@@ -13,12 +13,12 @@ from typing import Any
 
 import anyio
 
+from mnemo.api.keep import KeepImportRequest, KeepRequest, KeepResult, KeptSet, KeptSets
 from mnemo.clock import utc_now
 from mnemo.config import Settings
-from mnemo.curated import BUDGET_CHARS, Edit, apply, normalise, used_chars
-from mnemo.daemon.api import KeepImportRequest, KeepRequest, KeepResult, KeptSet, KeptSets
 from mnemo.errors import InputError, OverBudgetError
 from mnemo.injected import refuse_unfit
+from mnemo.keep import BUDGET_CHARS, Edit, apply, normalise, used_chars
 from mnemo.secrets import refuse_secrets
 from mnemo.store import Store
 from mnemo.vocabulary import KeepScope

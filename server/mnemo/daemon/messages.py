@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
 
-from mnemo.daemon.api import MAX_BODY_BYTES
+from mnemo.api import MAX_BODY_BYTES
 from mnemo.errors import InputError, TooLargeError
 from mnemo.validation import validated_json
 

@@ -6,14 +6,7 @@ from __future__ import annotations
 import anyio
 import anyio.to_thread
 
-from mnemo.daemon.indexing import Indexing
-from mnemo.daemon.recording import Recording
-from mnemo.daemon.storecalls import StoreCalls
-from mnemo.errors import NotFoundError
-from mnemo.index.documents import Ranked
-from mnemo.index.live import Question
-from mnemo.memories import Memory
-from mnemo.recall import (
+from mnemo.api.recall import (
     EpisodeHit,
     EpisodesResult,
     MemoryHit,
@@ -21,6 +14,13 @@ from mnemo.recall import (
     RecallRequest,
     RecallResult,
 )
+from mnemo.daemon.indexing import Indexing
+from mnemo.daemon.recording import Recording
+from mnemo.daemon.storecalls import StoreCalls
+from mnemo.errors import NotFoundError
+from mnemo.index.documents import Ranked
+from mnemo.index.live import Question
+from mnemo.memories import Memory
 
 
 class Recall:

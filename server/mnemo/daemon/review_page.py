@@ -45,7 +45,8 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mnemo.daemon.api import ForgetRequest, ReviewAction
+from mnemo.api.memories import ForgetRequest
+from mnemo.api.review import ReviewAction
 from mnemo.daemon.messages import answer, parse
 from mnemo.daemon.runtime import Daemon
 from mnemo.errors import NotFoundError

@@ -20,9 +20,9 @@ from datetime import datetime
 
 import anyio
 
+from mnemo.api.review import ReviewAction, ReviewEdit, ReviewQueue
 from mnemo.clock import utc_now
 from mnemo.config import Settings
-from mnemo.daemon.api import ReviewAction, ReviewEdit, ReviewQueue
 from mnemo.daemon.indexing import Indexing
 from mnemo.daemon.storecalls import StoreCalls
 from mnemo.distill.policy import ARCHIVE_AFTER

@@ -24,18 +24,10 @@ import anyio.abc
 import anyio.to_thread
 
 from mnemo import __version__
+from mnemo.api.status import DistillStatus, Health, ModelSpend, ModelStatus, Status
+from mnemo.api.writer import DistillQueued, JudgeLog, JudgeLogEntry
 from mnemo.clock import utc_now
 from mnemo.config import Settings, redact_dsn
-from mnemo.daemon.api import (
-    DistillQueued,
-    DistillStatus,
-    Health,
-    JudgeLog,
-    JudgeLogEntry,
-    ModelSpend,
-    ModelStatus,
-    Status,
-)
 from mnemo.daemon.distilling import DistillLoop
 from mnemo.daemon.hook_events import HookEvents
 from mnemo.daemon.hook_ledger import HookLedger

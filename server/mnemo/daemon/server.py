@@ -25,8 +25,8 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from mnemo.api.review import ReviewUrl
 from mnemo.config import Settings
-from mnemo.daemon.api import ReviewUrl
 from mnemo.daemon.app import Activity, build_app
 from mnemo.daemon.review_page import TOKEN_FILE, new_token
 from mnemo.daemon.rundir import accepts_connections, ensure_private_dir, try_lock

@@ -24,11 +24,11 @@ from mnemo.clock import as_stored, utc_now
 from mnemo.config import redact_dsn
 from mnemo.errors import StoreError, StoreLockedError
 from mnemo.store.connection import Connection, first_line
-from mnemo.store.curated import CuratedTables
 from mnemo.store.distill import DistillTables
 from mnemo.store.embeddings import EmbeddingTables
 from mnemo.store.entities import EntityTables
 from mnemo.store.episodes import EpisodeTables
+from mnemo.store.keep import KeepTables
 from mnemo.store.memories import MemoryTables
 from mnemo.store.migrations import CREATE_VERSION_TABLE, MIGRATIONS, VERSION_TABLE
 from mnemo.store.protocol import ModelUsage, StoreCounts
@@ -83,7 +83,7 @@ def _check_not_locked(path: Path) -> None:
 
 
 class ClickHouseStore(
-    EpisodeTables, MemoryTables, EmbeddingTables, EntityTables, DistillTables, UsageTables, CuratedTables
+    EpisodeTables, MemoryTables, EmbeddingTables, EntityTables, DistillTables, UsageTables, KeepTables
 ):
     """Episodes, memories and entities in ClickHouse. Construct with :func:`open_store`.
     Safe to call from several threads (calls are serialised)."""

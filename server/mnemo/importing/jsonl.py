@@ -1,6 +1,4 @@
-"""``mnemo import``: episodes from a JSONL file, or from the hosts' own transcripts.
-
-``mnemo import FILE.jsonl``: one episode per line, idempotent by id.
+"""``mnemo import FILE.jsonl``: one episode per line, idempotent by id.
 
 Each line is a JSON object with ``id, session, time (ISO 8601), who, role, text`` and optionally
 ``namespace``, ``kind`` and ``turn``; a time without a zone is read as UTC (and the lines that
@@ -10,14 +8,6 @@ is kept. Importing the same file again stores nothing new; a line whose id is st
 another text is reported (episodes never change: the stored one stands). A UTF-8 byte-order mark
 is skipped. The file is read twice: first to number the lines that give no turn
 (:func:`number_turns`), then to send them.
-
-``mnemo import --from claude-code|codex [PATH]``: backfill from Claude Code transcripts
-(``~/.claude/projects``) or Codex rollouts (``~/.codex/sessions``), read by
-:mod:`mnemo.transcripts` into the turns the hooks record live — prompt, tool results (mnemo's own
-excepted), final answer — with the same episode ids, so importing twice, or importing sessions
-the hooks already recorded, stores nothing twice (a tool's result may read differently in the
-transcript than in the hook's input: the episode the hook recorded stands). Each session's
-episodes go to the namespace of the workspace its cwd is in.
 """
 
 from __future__ import annotations
@@ -29,34 +19,24 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Annotated, Generic, TypeVar
+from typing import IO, Annotated
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from mnemo import transcripts
+from mnemo.api.recall import RecallEpisodeRequest
 from mnemo.client.typed import DaemonClient
-from mnemo.daemon.api import MAX_BODY_BYTES
 from mnemo.episodes import (
     ID_PATTERN,
     MAX_TURN,
-    AppendResult,
     EpisodeIn,
     EpisodeKind,
     Namespace,
     Role,
-    clip_text,
 )
-from mnemo.errors import InputError, TooLargeError
-from mnemo.recall import RecallEpisodeRequest
+from mnemo.errors import InputError
+from mnemo.importing.batching import DEFAULT_BATCH_LINES, EPISODE_FIELDS_BYTES, Batch, append_episodes
 from mnemo.validation import describe_validation_error, validated_json
-from mnemo.workspace import workspace_namespace
 
-T = TypeVar("T")
-DEFAULT_BATCH_LINES = 1_000
-# A batch is also bounded by its bytes: a quarter of the daemon's cap on one request, so that lines
-# of any size travel (a line over the cap on its own is reported, not sent).
-MAX_BATCH_BYTES = MAX_BODY_BYTES // 4
-EPISODE_FIELDS_BYTES = 300  # what an episode's JSON adds to its text: field names, ids, the time
 CHANGED = "stored already with another text; episodes never change, so this line was not stored"
 _NUMBER = re.compile(r"[-+]?\d+(\.\d*)?([eE][-+]?\d+)?")
 
@@ -214,37 +194,6 @@ async def _highest_stored_turn(client: DaemonClient, session: str, at_least: int
     return low
 
 
-class _Batch(Generic[T]):
-    """Items to send in one request: at most ``max_items``, and ``max_bytes`` unless one alone."""
-
-    def __init__(self, max_items: int, max_bytes: int = MAX_BATCH_BYTES) -> None:
-        self.items: list[T] = []
-        self._bytes = 0
-        self._max_items, self._max_bytes = max_items, max_bytes
-
-    def fits(self, size: int) -> bool:
-        return not self.items or (len(self.items) < self._max_items and self._bytes + size <= self._max_bytes)
-
-    def add(self, item: T, size: int) -> None:
-        self.items.append(item)
-        self._bytes += size
-
-    def take(self) -> list[T]:
-        items, self.items, self._bytes = self.items, [], 0
-        return items
-
-
-async def _append(client: DaemonClient, episodes: list[EpisodeIn]) -> list[AppendResult]:
-    """The daemon's results for ``episodes``; a lone episode too large for one request is
-    refused here, with the reason, as the daemon refuses one."""
-    try:
-        return await client.append(episodes)
-    except TooLargeError as exc:
-        if len(episodes) > 1:
-            raise
-        return [AppendResult(id=episodes[0].id, is_new=False, error=f"this line alone is too large: {exc}")]
-
-
 async def import_jsonl(
     path: Path,
     client: DaemonClient,
@@ -266,12 +215,12 @@ async def import_jsonl(
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror}") from None
     report = ImportReport()
-    batch: _Batch[tuple[int, EpisodeIn]] = _Batch(batch_lines)
+    batch: Batch[tuple[int, EpisodeIn]] = Batch(batch_lines)
     bytes_read = 0
 
     async def flush() -> None:
         sent = batch.take()
-        for (line, _), result in zip(sent, await _append(client, [e for _, e in sent]), strict=True):
+        for (line, _), result in zip(sent, await append_episodes(client, [e for _, e in sent]), strict=True):
             if result.error is not None:
                 report.bad.append(LineError(line, result.error))
             elif result.is_changed:  # a file's id names one episode: another text is a mistake
@@ -317,102 +266,4 @@ async def import_jsonl(
         elif on_progress is not None:
             on_progress(report.lines, bytes_read, total_bytes)
     report.bad.sort(key=lambda e: e.line)
-    return report
-
-
-@dataclass(slots=True)
-class TranscriptReport:
-    files: int = 0
-    sessions: int = 0
-    turns: int = 0
-    new: int = 0
-    already_present: int = 0
-    errors: list[str] = field(default_factory=list)  # "file: problem"
-
-
-def transcript_episodes(transcript: transcripts.Transcript, person: str, max_chars: int) -> list[EpisodeIn]:
-    """A transcript's turns as the episodes the hooks would have recorded."""
-    client, session = transcript.client, transcript.session[:500]
-    namespace = workspace_namespace(transcript.cwd or "/")
-    workspace = namespace.removeprefix("workspace:")[:500]
-    episodes = []
-
-    def add(turn: int, part: str, text: str, role: Role, who: str, when: datetime | None) -> None:
-        if text.strip():
-            episodes.append(
-                EpisodeIn(
-                    id=transcripts.episode_id(client, session, turn, part),
-                    text=clip_text(text, max_chars),
-                    role=role,
-                    who=who[:500],
-                    session=session,
-                    turn=turn,
-                    time=when,
-                    namespace=namespace,
-                    client=client,
-                    workspace=workspace,
-                    cwd=transcript.cwd[:4096],
-                )
-            )
-
-    for turn in transcript.turns:
-        n = turn.number
-        add(n, "prompt", turn.prompt, Role.USER, person, turn.time)
-        for tool in turn.tools:
-            if not transcripts.is_mnemo_tool(tool.name):
-                text = transcripts.tool_text(tool.name, tool.input, tool.output)
-                add(n, f"tool:{tool.key or len(episodes)}", text, Role.TOOL, tool.name, tool.time)
-        add(n, "answer", turn.answer, Role.ASSISTANT, "assistant", turn.answer_time)
-    return episodes
-
-
-def _batches(episodes: list[EpisodeIn]) -> Iterator[list[EpisodeIn]]:
-    batch: _Batch[EpisodeIn] = _Batch(DEFAULT_BATCH_LINES)
-    for episode in episodes:
-        size = len(episode.text.encode("utf-8", "replace")) + EPISODE_FIELDS_BYTES
-        if not batch.fits(size):
-            yield batch.take()
-        batch.add(episode, size)
-    if batch.items:
-        yield batch.take()
-
-
-async def import_transcripts(
-    client_kind: str,
-    path: Path,
-    daemon: DaemonClient,
-    *,
-    person: str,
-    max_chars: int,
-    on_progress: Callable[[int, int, TranscriptReport], None] | None = None,
-) -> TranscriptReport:
-    """Import every transcript at ``path``; ``on_progress(files_done, files, report)`` after each."""
-    if client_kind not in transcripts.CLIENTS:
-        raise InputError(f"--from must be one of {', '.join(transcripts.CLIENTS)}, not {client_kind!r}")
-    if not path.exists():
-        raise InputError(f"{path} does not exist (where {client_kind} keeps its transcripts: "
-                         f"{transcripts.default_root(client_kind)})")  # fmt: skip
-    files = transcripts.find(client_kind, path)
-    report = TranscriptReport()
-    for done, file in enumerate(files, 1):
-        try:
-            transcript = transcripts.read(client_kind, file)
-        except OSError as exc:
-            report.errors.append(f"{file}: cannot read it: {exc.strerror}")
-            continue
-        report.files += 1
-        episodes = transcript_episodes(transcript, person, max_chars)
-        if episodes:
-            report.sessions += 1
-            report.turns += len(transcript.turns)
-        for sent in _batches(episodes):
-            for result in await _append(daemon, sent):
-                if result.error is not None:
-                    report.errors.append(f"{file}: episode {result.id}: {result.error}")
-                elif result.is_new:
-                    report.new += 1
-                else:
-                    report.already_present += 1
-        if on_progress is not None:
-            on_progress(done, len(files), report)
     return report

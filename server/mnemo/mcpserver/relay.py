@@ -219,6 +219,6 @@ def serve() -> int:
     )
     threading.Thread(target=relay.host_to_sdk, name="mcp-from-host", daemon=True).start()
     threading.Thread(target=relay.sdk_to_host, name="mcp-to-host", daemon=True).start()
-    from mnemo.mcpserver import serve_on  # noqa: PLC0415 - the slow import the relay covers
+    from mnemo.mcpserver.tools import serve_on  # noqa: PLC0415 - the slow import the relay covers
 
     return serve_on(os.fdopen(sdk_in_r, "rb"), os.fdopen(sdk_out_w, "wb"))

@@ -14,7 +14,7 @@ from mnemo.clock import as_stored
 from mnemo.store.connection import Tables
 
 
-class CuratedTables(Tables):
+class KeepTables(Tables):
     def kept(self, owner: str) -> tuple[list[str], int]:
         """The set of ``owner`` (``workspace:…`` or ``person:…``) and its version (0: never written)."""
         with self._db.translated("reading a curated set"):

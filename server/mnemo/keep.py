@@ -8,7 +8,7 @@ that would go over is refused with the current usage and a request to consolidat
 entries by one, remove what no longer holds); nothing is ever truncated silently.
 
 This module is pure: the rules of an edit and the file format. The daemon applies edits one at a
-time per set and stores each new version (:mod:`mnemo.store.curated`).
+time per set and stores each new version (:mod:`mnemo.store.keep`).
 """
 
 from __future__ import annotations

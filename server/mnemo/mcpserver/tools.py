@@ -27,9 +27,16 @@ from mcp_types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from mnemo import __version__
+from mnemo.api.keep import MAX_KEEP_CHARS, KeepRequest, KeepResult
+from mnemo.api.recall import (
+    MAX_QUERY_CHARS,
+    EpisodesResult,
+    RecallEpisodeRequest,
+    RecallRequest,
+    RecallResult,
+)
 from mnemo.client.typed import DaemonClient
 from mnemo.config import Settings, load_settings
-from mnemo.daemon.api import MAX_KEEP_CHARS, KeepRequest, KeepResult
 from mnemo.episodes import ID_PATTERN, NAMESPACE_PATTERN
 from mnemo.errors import MnemoError
 from mnemo.memories import (
@@ -42,7 +49,6 @@ from mnemo.memories import (
     WText,
 )
 from mnemo.paths import host_pid
-from mnemo.recall import MAX_QUERY_CHARS, EpisodesResult, RecallEpisodeRequest, RecallRequest, RecallResult
 from mnemo.validation import validated
 from mnemo.vocabulary import KeepAction, KeepScope, MemoryType
 from mnemo.workspace import workspace_namespace
@@ -338,7 +344,7 @@ async def _warm_up(client: DaemonClient) -> None:
 
 
 def serve_on(sdk_in: BinaryIO, sdk_out: BinaryIO) -> int:
-    """Serve MCP over the two pipes :mod:`mnemo.mcpstart`'s relay gives (the host's stdio is
+    """Serve MCP over the two pipes :mod:`mnemo.mcpserver.relay`'s relay gives (the host's stdio is
     the relay's)."""
     try:
         settings = load_settings()
@@ -360,24 +366,3 @@ def serve_on(sdk_in: BinaryIO, sdk_out: BinaryIO) -> int:
 
     anyio.run(serve)
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Console entry point of ``mnemo-mcp``: serve MCP over stdin/stdout."""
-    args = sys.argv[1:] if argv is None else argv
-    if args in (["--version"], ["-V"]):
-        sys.stderr.write(f"mnemo-mcp {__version__}\n")
-        return 0
-    if args:
-        sys.stderr.write(
-            "usage: mnemo-mcp [--version]  (serves MCP over stdio)\n"
-            "       mnemo-mcp hook <Event> [--client claude-code|codex]  (a host's hook command)\n"
-        )
-        return 2
-    from mnemo.mcpstart import serve  # noqa: PLC0415 - the relay serves; it calls serve_on here
-
-    return serve()
-
-
-if __name__ == "__main__":
-    sys.exit(main())

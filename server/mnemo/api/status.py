@@ -1,0 +1,80 @@
+"""The daemon's health (what a client checks before it trusts the daemon) and status (``mnemo status``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Health(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: str
+    pid: int
+    store: str
+    # What the daemon's settings were resolved from (mnemo.paths.inputs_digest), and the one
+    # setting a client needs of them: a client with the same digest need not load its own.
+    inputs: str = ""
+    request_timeout_s: float = 0.0
+
+
+class ModelSpend(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    calls: int
+
+
+class ModelStatus(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    endpoint: str = Field(description="The configured endpoint, password removed ('' when none).")
+    model: str
+    tokens_today: int = Field(description="Tokens spent today (UTC), all models.")
+    daily_cap: int = Field(description="llm_daily_token_cap (0: none).")
+    resumes_at: datetime | None = Field(description="When model work resumes, if today's cap is spent.")
+    by_model: list[ModelSpend]
+
+
+class DistillStatus(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enabled: bool = Field(description="Whether a language model is configured (llm_url).")
+    running: str = Field(description="The session being distilled now ('' when none).")
+    batches_done: int = Field(description="Batches finished since the daemon started.")
+    memories_added: int = Field(description="Memories those batches added.")
+    paused_until: datetime | None = Field(description="Model work waits until then (cap spent, or back-off).")
+    last_error: str = Field(description="Why the last attempt failed ('' after a success).")
+    failed_batches: int = Field(
+        description="Batches whose extraction stayed unusable (stored, never retried)."
+    )
+    last_failure: str = Field(description="The newest failed batch's error.")
+
+
+class Status(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: str
+    pid: int
+    store: str
+    started_at: datetime
+    uptime_s: float
+    schema_version: int
+    episodes: int
+    memories: dict[str, int]
+    entities: int
+    embedder: str = Field(description="The embedding model recall uses ('none' when none is installed).")
+    index_ready: bool = Field(description="Whether the in-RAM index has been built from the store.")
+    index_build_s: float | None = Field(
+        default=None, description="How long the start-up index build took (None while it runs)."
+    )
+    vector_graphs: list[str] = Field(
+        default_factory=list,
+        description="Each index's vector graph at the build (adopted from the last run, built, saved).",
+    )
+    embedding_backlog: int = Field(description="Memories and episode passages still waiting for a vector.")
+    language_model: ModelStatus
+    distillation: DistillStatus
