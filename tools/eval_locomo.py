@@ -11,10 +11,11 @@ Metrics, per category and overall, at k = 1, 5, 10, 25, 50:
 - recall_any: 1 when at least one evidence turn is in the top k;
 - recall_all: 1 when all of them are.
 
-    python tools/eval_locomo.py                       # every installed embedder, plus BM25 only
-    python tools/eval_locomo.py --embedder mnemo-fallback --markdown
+    python tools/eval_locomo.py --data DIR                      # every installed embedder, plus BM25 only
+    python tools/eval_locomo.py --data DIR --embedder mnemo-fallback --markdown
 
-The data (CC BY-NC 4.0) is read from ../shared/data/locomo and never copied into the repository.
+The data (CC BY-NC 4.0) is read from the directory ``--data`` names and never copied into the
+repository.
 """
 
 from __future__ import annotations
@@ -39,7 +40,6 @@ from mnemo.client.typed import DaemonClient
 from mnemo.config import load_settings
 from mnemo.embed import installed_models
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo"
 KS = (1, 5, 10, 25, 50)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 
@@ -195,7 +195,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument(
+        "--data",
+        type=Path,
+        required=True,
+        help="the LoCoMo dev split's directory (kept outside the repository)",
+    )
     parser.add_argument("--embedder", action="append", help="model id (repeatable); 'none' for BM25 only")
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--json", type=Path, help="also write the results here")

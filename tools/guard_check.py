@@ -1,4 +1,4 @@
-"""Both error rates of the deterministic guard on the labelled pairs (DESIGN §5: measure both).
+"""Both error rates of the deterministic guard on the labelled pairs.
 
 - changes let through: pairs that differ in a quantity, version, identifier or negation which
   the guard did not block (a judge could then merge them) — must be 0;

@@ -24,8 +24,10 @@ import numpy.typing as npt
 from eval_locomo import DATA, episode_id, session_time, turn_text  # tools/ is on the path
 from mnemo.config import load_settings
 from mnemo.embed import load_embedder
-from mnemo.index.engine import Document, SearchIndex, SearchQuery, Weights
+from mnemo.index.documents import Document, SearchQuery
+from mnemo.index.engine import SearchIndex
 from mnemo.index.query import analyse
+from mnemo.index.ranking import Weights
 
 FOLDS = (("conv-26", "conv-30"), ("conv-41", "conv-42", "conv-43"))
 VECTOR_WEIGHTS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)

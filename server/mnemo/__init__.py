@@ -25,8 +25,8 @@ from __future__ import annotations
 
 
 def __getattr__(name: str) -> str:
-    # importlib.metadata costs ~45 ms to import: only pay it when the version is asked for, so
-    # that the hook process (mnemo.hook_process) starts fast.
+    # importlib.metadata is slow to import: only pay for it when the version is asked for, so
+    # that the hook process (mnemo.hook_process) and the command start fast.
     if name != "__version__":
         raise AttributeError(f"module 'mnemo' has no attribute {name!r}")
     from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415

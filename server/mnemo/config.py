@@ -100,7 +100,7 @@ class Settings(BaseModel):
     gemma_query_prefix: str = Field(
         default="task: question answering | query: ",
         max_length=200,
-        description="Prefix EmbeddingGemma puts before a question (the recipe's measured best).",
+        description="Prefix EmbeddingGemma puts before a question (its own prompt for retrieval).",
     )
     embedding_dims: int = Field(
         default=0,

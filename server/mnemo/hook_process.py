@@ -63,7 +63,7 @@ def main(argv: list[str]) -> int:
         if not data.lstrip().removeprefix(b"\xef\xbb\xbf").lstrip().startswith(b"{"):  # a BOM is read
             raise ValueError("the hook input is not a JSON object")
         if event == "PreToolUse":
-            import json  # noqa: PLC0415 - 6 ms; the other events pass the input through unparsed
+            import json  # noqa: PLC0415 - the other events pass the input through unparsed
 
             payload = json.loads(data or b"{}")
             out = plan_mode_denial(payload)
@@ -191,7 +191,7 @@ def _start_daemon(where: Layout) -> None:
     except FileExistsError:
         return
     os.close(fd)
-    from mnemo.client import spawn  # noqa: PLC0415 - subprocess: ~5 ms, only when the daemon is down
+    from mnemo.client import spawn  # noqa: PLC0415 - subprocess, only when the daemon is down
 
     spawn.start(where.log_dir, os.environ, pid_file=marker)  # noqa: TID251 - passed on, not read
 

@@ -10,7 +10,7 @@ own tags outright (:func:`refuse_frame`), so the attempt is said at once.
 
 The same text then comes back in the transcript (a prompt that carried the block, an answer
 quoting it); before anything is distilled, the blocks are cut out, so memory never feeds on
-itself (DESIGN §4: a peer ended up with 668 copies of one hallucination this way).
+itself (a peer ended up with 668 copies of one hallucination this way).
 """
 
 from __future__ import annotations

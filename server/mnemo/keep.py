@@ -1,6 +1,6 @@
 """The curated set (`keep`): a few entries always injected at session start, under hard budgets.
 
-Two scopes (the Aleph design, ../shared/seeds/002): ``project`` — one set per workspace, exported
+Two scopes: ``project`` — one set per workspace, exported
 to and imported from ``.mnemo/MEMORY.md`` in the repository, committable and shared like
 AGENTS.md — and ``user``, one set per person that follows them everywhere. Budgets are hard: 2,200
 characters for a project, 1,375 for a person, counted as the characters of the entries. A write

@@ -2,7 +2,7 @@
 
 Kept apart from :mod:`mnemo.config` and free of third-party imports because the hook process
 (:mod:`mnemo.hook_process`) needs the daemon's socket path and must start in a few milliseconds: it cannot
-afford pydantic, and ``import platformdirs`` alone costs ~18 ms. On Linux the XDG rules are
+afford pydantic, nor ``import platformdirs``. On Linux the XDG rules are
 applied here directly (a test checks they agree with platformdirs); elsewhere platformdirs is
 imported on demand.
 """
@@ -30,7 +30,7 @@ _INPUT_NAMES = ("HOME", "USER", "LOGNAME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "
 
 class Layout:
     """The directories, as strings (the hook process avoids ``pathlib``, ``dataclasses`` and
-    ``socket``: 25 ms of imports together)."""
+    ``socket``, whose imports would be most of its start)."""
 
     __slots__ = ("config_file", "data_dir", "home", "log_dir", "run_dir")
 
@@ -82,7 +82,7 @@ def _user_dirs(env: Mapping[str, str]) -> tuple[str, str, str]:
             xdg("XDG_DATA_HOME", ".local/share"),
             xdg("XDG_STATE_HOME", ".local/state"),
         )
-    import platformdirs  # noqa: PLC0415 - 18 ms, only off Linux
+    import platformdirs  # noqa: PLC0415 - slow to import, only off Linux
 
     return (
         platformdirs.user_config_dir(APP),

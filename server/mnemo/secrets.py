@@ -187,7 +187,7 @@ def _chunks(text: str) -> Iterator[tuple[int, str]]:
 
 def _library_findings(text: str) -> Iterator[Finding]:
     worth = [(at, chunk) for at, chunk in _chunks(text) if _WORTH_SCANNING.search(chunk)]
-    if not worth:  # most episodes: detect-secrets' settings (~0.4 ms to enter) are not needed
+    if not worth:  # most episodes: detect-secrets' settings (costly to enter) are not needed
         return
     shape_plugins, keyword = _plugins()
     with default_settings():

@@ -3,11 +3,10 @@
 import os
 
 # numpy's OpenBLAS reads this once, when numpy is first imported, hence before any import that
-# could bring numpy in. One thread: a question's matrices are too small to gain from a second
-# (USE's forward pass 1.3 ms with two, 1.7 with one), while OpenBLAS's idle workers spin for a
-# while after every call — with two threads the daemon burned 12–13 ms of CPU per 6 ms recall,
-# the machine's other core included, and recall's p95 at 100k was 10–11 ms instead of 7–8
-# (docs/settings.md). Set in the environment, it is left as it is (e.g. 2 for a bulk re-embed).
+# could bring numpy in. One thread: a question's matrices are too small to gain from a second,
+# while OpenBLAS's idle workers spin for a while after every call, taking the other core from
+# the hooks and recalls that come next (docs/benchmarks.md, "One BLAS thread in the daemon").
+# Set in the environment, it is left as it is (e.g. 2 for a bulk re-embed).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # noqa: TID251 - a library's knob, set, not read
 
 import sys

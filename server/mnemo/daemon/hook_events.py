@@ -13,7 +13,7 @@ answer (text/plain) is exactly what the hook process prints (often nothing).
 - Stop: record the final answer; queue the usage audit of what this turn was given.
 - PreCompact: distil the session now. SessionEnd: mark it ended.
 
-Injection rules (DESIGN §7): ≤ 800 tokens a block and 4,000 a session (:mod:`mnemo.usage.budget`),
+Injection rules: ≤ 800 tokens a block and 4,000 a session (:mod:`mnemo.usage.budget`),
 never a memory this session already has in context, never one whose sources are this session's
 episodes, never one suppressed for this person (clearly unused 6 times in 30 days, never used).
 """

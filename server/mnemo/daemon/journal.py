@@ -1,7 +1,7 @@
 """The episode journal: hooks are acknowledged once their episodes are on disk here, not in the store.
 
-A hook waits for the daemon's answer; a store insert costs it 20–50 ms, an append plus
-``fdatasync`` to this file about 0.1 ms. So a hook's episodes are written here first (one JSON line
+A hook waits for the daemon's answer, and a store insert costs it far more than an append plus
+``fdatasync`` to this file. So a hook's episodes are written here first (one JSON line
 each), acknowledged, and committed to the store in the background by the episode writer. The file
 is emptied whenever every episode written to it is committed; a daemon that stops before that
 replays it at start (appends are idempotent by episode id, so replaying twice stores nothing

@@ -64,6 +64,5 @@ def matching(request: Request, name: str, pattern: str, shape: str) -> str | Non
 
 def answer(model: BaseModel) -> Response:
     """``model`` as a JSON answer."""
-    # Serialised by pydantic-core straight to bytes: a third of the time of model_dump + json.dumps
-    # (0.06 against 0.17 ms for a recall answer of 10 memories).
+    # Serialised by pydantic-core straight to bytes, without model_dump's Python objects between.
     return Response(model.model_dump_json(), media_type="application/json")

@@ -1,6 +1,6 @@
 """The review queue: candidates a person approves (maybe edited first), rejects, or lets age out.
 
-State machine (DESIGN §8)::
+State machine::
 
     candidate ──approve──▶ active      (a person backs it from then on)
         ├─────reject────▶ rejected

@@ -1,4 +1,4 @@
-"""The writer's model work: distilling episodes into memories and judging them (DESIGN §4–§5).
+"""The writer's model work: distilling episodes into memories and judging them.
 
 - ``llm``     the one door to a language model: an OpenAI-compatible endpoint through the
               ``openai`` client (the only module that imports it), metered and capped;

@@ -1,4 +1,4 @@
-"""Extraction: a model reads a stretch of a session and proposes six-W memories (DESIGN §4).
+"""Extraction: a model reads a stretch of a session and proposes six-W memories.
 
 The transcript is built from the session's episodes with mnemo's own injected blocks cut out
 (:mod:`mnemo.injected`), each line tagged with its episode id and who wrote it. The model's answer

@@ -1,5 +1,5 @@
 """The deterministic guard: two memories that differ in a quantity, a version, an identifier or a
-negation are never the same memory, whatever a judge says (DESIGN §5). The judge
+negation are never the same memory, whatever a judge says. The judge
 (:mod:`mnemo.distill.judge`) applies it to *same* only: an update may well change a number.
 
 Embeddings cannot tell "the load balancer cuts at 120 s" from "… at 600 s" (cosine ≈ 0.95), and a

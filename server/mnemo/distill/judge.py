@@ -1,4 +1,4 @@
-"""The judge: what a new memory means for the current memories near it (DESIGN §5).
+"""The judge: what a new memory means for the current memories near it.
 
 For each candidate (up to 8 current memories in the same namespace, chosen by the caller: 3
 nearest by vector, 3 by BM25, the rest by shared entities) the decision model says whether the new

@@ -1,4 +1,4 @@
-"""The writer lease: only its holder distils and judges ("one writer per database", DESIGN §2).
+"""The writer lease: only its holder distils and judges ("one writer per database").
 
 On the embedded store only one process can open the store, so its daemon always holds the lease.
 Against a ClickHouse server several daemons share the store; the lease is a row with a holder, an

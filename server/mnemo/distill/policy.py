@@ -1,7 +1,7 @@
 """Which distilled memories become searchable at once, and which wait for a person (candidates).
 
 A memory the writer extracts is born a candidate or active, by the approval policy
-(``approval_policy``, DESIGN §8, the MadoHub design):
+(``approval_policy``):
 
 - ``auto`` (the default): the judge decides, except that a person must approve
   - anything whose only sources are tool output or fetched content — text the agent read, not

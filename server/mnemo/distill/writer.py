@@ -1,5 +1,5 @@
 """Distillation of sessions into memories, batch by batch, so that a crash means redo — never loss,
-never duplicates (DESIGN §4–§5).
+never duplicates.
 
 A batch is a pinned stretch of one session's episodes past its cursor, in arrival order (up to
 ``BATCH_EPISODES`` episodes or ``BATCH_CHARS`` characters). Its life:

@@ -19,9 +19,6 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemo.index.documents import (
-    CANDIDATE,
-    CLOSED,
-    CURRENT,
     Document,
     Ranked,
     SearchQuery,
@@ -35,22 +32,6 @@ from mnemo.index.rows import RowTable
 from mnemo.index.snapshot import GraphSnapshot
 from mnemo.index.text import terms as text_terms
 from mnemo.index.vectors import VectorIndex
-
-# The names other packages import from here; their homes are mnemo.index.documents and .ranking.
-__all__ = [
-    "CANDIDATE",
-    "CLOSED",
-    "CURRENT",
-    "PARALLEL_MIN_ROWS",
-    "Document",
-    "Ranked",
-    "SearchIndex",
-    "SearchQuery",
-    "Vector",
-    "Weights",
-    "on_vector_thread",
-    "resolved",
-]
 
 # Each source (BM25, vector, entity) proposes this many rows (or the limit, if larger) to be
 # scored: enough that no source's good answers are cut before ranking, few enough that ranking

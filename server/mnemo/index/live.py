@@ -36,7 +36,6 @@ from mnemo.index.documents import (
     memory_document,
     passage_key,
     resolved,
-    split_key,
 )
 from mnemo.index.engine import SearchIndex, on_vector_thread
 from mnemo.index.entities import EntityMatcher, entity_key
@@ -45,18 +44,6 @@ from mnemo.index.ranking import Weights
 from mnemo.index.snapshot import GraphSnapshot
 from mnemo.index.text import terms as text_terms
 from mnemo.memories import Memory
-
-# The names other packages import from here whose home is mnemo.index.documents.
-__all__ = [
-    "WORDS_ONLY",
-    "Question",
-    "RecallEngine",
-    "is_related",
-    "memory_document",
-    "passage_key",
-    "split_key",
-    "weights_for",
-]
 
 logger = logging.getLogger(__name__)
 
@@ -288,7 +275,7 @@ class RecallEngine:
         self, text: str, entities: Sequence[str], namespace: str, vector: Vector | None
     ) -> list[str]:
         """Ids of up to 8 current (or candidate) memories in ``namespace`` near a new memory, for the judge:
-        3 nearest by vector, 3 by BM25, the rest sharing an entity (DESIGN §5)."""
+        3 nearest by vector, 3 by BM25, the rest sharing an entity."""
         return self.memories.nearby(
             SearchQuery(
                 terms=list(dict.fromkeys(text_terms(text))),

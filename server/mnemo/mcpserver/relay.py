@@ -108,7 +108,7 @@ class Relay:
                 except OSError:
                     raise  # a pipe is gone: the host's stdout or the SDK's stdin
                 except Exception:  # top level of the thread: one line must not silence the rest
-                    import traceback  # noqa: PLC0415 - 2 ms the start need not pay
+                    import traceback  # noqa: PLC0415 - not for the start to pay
 
                     _say(traceback.format_exc())
         finally:

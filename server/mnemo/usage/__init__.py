@@ -1,4 +1,4 @@
-"""What mnemo adds to an agent's context and whether it was used (DESIGN §7).
+"""What mnemo adds to an agent's context and whether it was used.
 
 - ``budget``       the token estimate, the memory lines, packing a block within its budget;
 - ``sessions``     each hook session's state: turn, what it was given, what came from it;

@@ -4,7 +4,7 @@ A memory whose id the answer cites is **used**. Otherwise the decision model is 
 question ``used``, see :mod:`mnemo.distill.decide`) and its probability of "yes" decides: used at
 ``USED_AT`` (0.08) or more, **clearly unused** below ``UNUSED_BELOW`` (0.03), **unclear** between.
 The thresholds are low on purpose: on blind labels the model tells used from unused apart well,
-but gives even used memories a low probability of "yes" (DESIGN §7).
+but gives even used memories a low probability of "yes".
 
 Without a model (no ``llm_url``) verdicts come from citations alone: cited → used, anything else
 → unclear (method ``no-model``). Unclear never counts towards suppression, so without a model

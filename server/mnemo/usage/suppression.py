@@ -1,7 +1,7 @@
 """Suppression: a memory a person keeps getting and never uses stops being injected for them.
 
 Clearly unused ``SUPPRESS_AFTER`` times within ``SUPPRESS_DAYS`` days, and never used, a memory is
-suppressed for that person (DESIGN §7): the hooks no longer inject it, though recall still finds
+suppressed for that person: the hooks no longer inject it, though recall still finds
 it. Only clear verdicts count (:mod:`mnemo.usage.audit`): an unclear one never suppresses.
 """
 
