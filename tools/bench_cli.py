@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
+
+from stamp import stamp  # tools/stamp.py, beside this script
 
 BIN = os.path.join(os.path.dirname(sys.executable), "mnemo")
 COMMANDS = {
@@ -71,15 +71,14 @@ def main() -> None:
         (name, statistics.median(values), p95(values), statistics.median(values) / bare)
         for name, values in times.items()
     ]
-    stamp = f"{datetime.now(UTC):%Y-%m-%d}, commit {commit()}, {platform.machine()}, {os.cpu_count()} cores"
     if args.markdown:
-        print(f"{stamp}; `python tools/bench_cli.py --runs {args.runs} --markdown`:\n")
+        print(f"{stamp()}:\n")
         print("| command | p50 ms | p95 ms | × bare Python |")
         print("|---|---|---|---|")
         for name, median, high, ratio in rows:
             print(f"| `{name}` | {median:.0f} | {high:.0f} | {ratio:.1f} |")
         return
-    print(f"{stamp}, {args.runs} interleaved runs each (ms from spawn to exit)")
+    print(f"{stamp()}\n{args.runs} interleaved runs each (ms from spawn to exit)")
     for name, median, high, ratio in rows:
         print(f"  {name:<16} p50 {median:6.1f}  p95 {high:6.1f}  ({ratio:.1f}× bare Python)")
 

@@ -31,6 +31,7 @@ from mnemo.client.launcher import stop_daemon
 from mnemo.client.typed import DaemonClient
 from mnemo.config import load_settings
 from mnemo.embed import load_embedder
+from stamp import stamp  # tools/stamp.py, beside this script
 
 HOOK = Path(sys.executable).parent / "mnemo-mcp"
 
@@ -57,6 +58,7 @@ def main() -> None:
         help="pause between prompts (0: back to back, so each hook meets the background work the "
         "previous one left — embedding its episode, committing the journal; people pause longer)",
     )
+    parser.add_argument("--markdown", action="store_true", help="also print the table for docs/benchmarks.md")
     args = parser.parse_args()
 
     env_base = {**os.environ, "MNEMO_EMBEDDER": args.embedder}
@@ -111,6 +113,12 @@ def main() -> None:
             print(
                 f"UserPromptSubmit hook, spawn to exit: p50 {p50:.1f} ms, p95 {p95:.1f} ms (median of rounds)"
             )
+            if args.markdown:
+                rounds = ", ".join(f"{a:.1f} / {b:.1f}" for a, b in per_round)
+                head = "| embedder | memories | between prompts | p50 | p95 | rounds (p50 / p95) |"
+                print(f"\n{stamp()}:\n\n{head}\n|---|---|---|---|---|---|")
+                gap = f"{args.gap_ms:g} ms"
+                print(f"| {model} | {args.memories:,} | {gap} | {p50:.1f} ms | {p95:.1f} ms | {rounds} |")
             hooks_log = settings.log_dir / "hooks.log"
             if hooks_log.exists():
                 print(

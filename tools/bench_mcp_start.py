@@ -20,6 +20,8 @@ import tempfile
 import time
 from typing import Any
 
+from stamp import stamp  # tools/stamp.py, beside this script
+
 BIN = os.path.join(os.path.dirname(sys.executable), "mnemo-mcp")
 HELLO = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}
 
@@ -52,6 +54,7 @@ def main() -> None:
     raw = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=raw)
     parser.add_argument("--starts", type=int, default=20)
+    parser.add_argument("--markdown", action="store_true", help="print the table for docs/benchmarks.md")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="mnemo-bench-") as home:
         env = {**os.environ, "MNEMO_HOME": home}
@@ -61,11 +64,17 @@ def main() -> None:
         print(f"first ping {ping:.0f} ms")
         runs = [one_start(env) for _ in range(args.starts)]
         labels = ("initialize", "tools/list", "first ping")
+        rows = []
         for label, values in zip(labels, zip(*runs, strict=True), strict=True):
             ordered = sorted(values)
             p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
-            median = statistics.median(ordered)
-            print(f"next {args.starts} starts, {label}: median {median:.0f} ms, p95 {p95:.0f} ms")
+            rows.append((label, statistics.median(ordered), p95))
+            print(f"next {args.starts} starts, {label}: median {rows[-1][1]:.0f} ms, p95 {p95:.0f} ms")
+        if args.markdown:
+            print(f"\n{stamp()}:\n")
+            print("| answer (ms from spawn) | first start | later starts, median | p95 |\n|---|---|---|---|")
+            for (label, median, p95), first_ms in zip(rows, first, strict=True):
+                print(f"| {label} | {first_ms:.0f} | {median:.0f} | {p95:.0f} |")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from mnemo.config import Settings, load_settings
 from mnemo.episodes import EpisodeIn
 from mnemo.memories import RememberRequest
 from mnemo.vocabulary import MemoryType
+from stamp import stamp  # tools/stamp.py, beside this script
 
 BIN = Path(sys.executable).parent
 WORDS = (
@@ -240,7 +241,7 @@ def main() -> None:
     finally:
         stop_daemon(settings)
         shutil.rmtree(home, ignore_errors=True)
-    print("\n| operation | rate / time | detail |\n|---|---|---|")
+    print(f"\n{stamp()}:\n\n| operation | rate / time | detail |\n|---|---|---|")
     for row in rows:
         print("| " + " | ".join(row) + " |")
 
