@@ -1,0 +1,158 @@
+"""The daemon runs the writer: idle sessions are distilled, a session can be asked for, a daemon
+killed mid-batch (SIGKILL) redoes it exactly once. The model is the scripted server, over HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+import anyio
+import pytest
+
+from mnemo.api.recall import RecallRequest
+from mnemo.client.launcher import daemon_pid
+from mnemo.client.typed import DaemonClient
+from mnemo.episodes import EpisodeIn, Role
+from mnemo.errors import StoreLockedError
+from mnemo.store import ClickHouseStore, open_store
+from tests.helpers import Home, is_alive, wait_until
+from tests.llm_server import LLMServer
+
+YES = {"A": 0.9, "B": 0.1}
+UNRELATED = {"D": 0.9, "A": 0.05, "B": 0.03, "C": 0.02}
+TUESDAY = {
+    "type": "decision",
+    "what": "The shop is deployed on Tuesdays",
+    "entities": [{"name": "deploys", "role": "subject"}],
+    "sources": ["s2-0"],
+}
+EPISODES = [
+    EpisodeIn(
+        id="s2-0", text="From now on we deploy the shop on Tuesdays.", role=Role.USER, session="s2", turn=0
+    ),
+    EpisodeIn(
+        id="s2-1", text="Understood, deploys go out on Tuesday.", role=Role.ASSISTANT, session="s2", turn=1
+    ),
+]
+
+
+def _script(server: LLMServer) -> None:
+    server.answer(contains="Transcript:\n[s2-0]", text=json.dumps({"memories": [TUESDAY]}))
+    for question in ("help a later conversation", "still be true in a month", "back the NEW memory's why"):
+        server.answer(contains=question, choices=YES)
+    server.answer(contains="How does the NEW memory relate", choices=UNRELATED)
+
+
+def _configured(home: Home, server: LLMServer, **extra: str) -> Home:
+    return home.with_env(
+        MNEMO_LLM_URL=server.url, MNEMO_LLM_MODEL="scripted-1", MNEMO_EMBEDDER="use-multilingual-v3", **extra
+    )
+
+
+async def _wait_for(client: DaemonClient, predicate: object, timeout_s: float = 60) -> None:
+    with anyio.fail_after(timeout_s):
+        while not predicate(await client.status()):  # type: ignore[operator]
+            await anyio.sleep(0.1)
+
+
+def test_an_idle_session_is_distilled_and_judged_by_the_daemon(home: Home, llm_server: LLMServer) -> None:
+    _script(llm_server)
+    configured = _configured(home, llm_server, MNEMO_DISTILL_IDLE_S="0.5")
+
+    async def run() -> tuple[str, int]:
+        async with DaemonClient(configured.settings) as client:
+            await client.append(EPISODES)
+            await _wait_for(client, lambda s: s.distillation.batches_done >= 1)
+            found = await client.recall(RecallRequest(query="what day do we deploy?"))
+            status = await client.status()
+            return found.memories[0].memory.what, status.language_model.by_model[0].calls
+
+    what, calls = anyio.run(run)
+    assert what == "The shop is deployed on Tuesdays"
+    assert calls == 3  # the extraction, then useful? and durable? (no why to check, nothing to compare)
+    shown = configured.mnemo("judge-log").stdout
+    assert "add" in shown and "The shop is deployed on Tuesdays" in shown and " s2 " in shown
+    assert "distilled  1 batches, 1 memories added since start" in configured.mnemo("status").stdout
+    [entry] = json.loads(configured.mnemo("judge-log", "--json").stdout)["entries"]
+    assert entry["detail"]["about_new"]["useful"]["probabilities"]["yes"] == pytest.approx(0.9, abs=0.01)
+
+
+def test_a_daemon_killed_mid_distillation_redoes_the_batch_exactly_once(
+    home: Home, llm_server: LLMServer
+) -> None:
+    _script(llm_server)
+    llm_server.delay_s = 30.0  # the daemon waits for the model's answer when it is killed
+    configured = _configured(home, llm_server, MNEMO_DISTILL_IDLE_S="3600")
+
+    async def start_and_kill() -> None:
+        async with DaemonClient(configured.settings) as client:
+            await client.append(EPISODES)
+            assert (await client.distil("s2")).queued
+        with anyio.fail_after(60):  # the daemon calls the model
+            while not llm_server.requests:
+                await anyio.sleep(0.05)
+        pid = daemon_pid(configured.settings)
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        with anyio.fail_after(30):
+            while is_alive(pid):
+                await anyio.sleep(0.02)
+
+    anyio.run(start_and_kill)
+    # The daemon is gone (its last threads may still be letting go of the store): look at what it left.
+    store = _open_when_free(configured.settings.store)
+    try:
+        [left] = store.started_batches()
+        assert left.session == "s2" and not store.batch_applied(left.id)
+    finally:
+        store.close()
+    llm_server.delay_s = 0.0
+
+    async def restart() -> list[str]:
+        async with DaemonClient(configured.settings) as client:
+            await client.ensure_started()  # a new daemon: it redoes the batch left started
+            await _wait_for(client, lambda s: s.distillation.batches_done >= 1)
+            found = await client.recall(RecallRequest(query="what day do we deploy?", limit=10))
+            return [hit.memory.what for hit in found.memories]
+
+    assert anyio.run(restart).count("The shop is deployed on Tuesdays") == 1
+    [entry] = json.loads(configured.mnemo("judge-log", "--json").stdout)["entries"]
+    assert entry["action"] == "add"
+
+
+def _open_when_free(dsn: str) -> ClickHouseStore:
+    opened: list[ClickHouseStore] = []
+
+    def opens() -> bool:
+        try:
+            opened.append(open_store(dsn))
+        except StoreLockedError:
+            return False
+        return True
+
+    wait_until(opens, what="the killed daemon to let go of the store")
+    return opened[0]
+
+
+def test_asking_for_distillation_without_a_model_says_so(home: Home) -> None:
+    result = home.mnemo("distill", "s1", check=False)
+    assert result.returncode == 1 and "no language model is configured" in result.stderr
+    assert home.mnemo("judge-log").stdout.strip() == "the judge has decided nothing yet"
+
+
+def test_an_unusable_extraction_is_a_failure_status_shows(home: Home, llm_server: LLMServer) -> None:
+    llm_server.answer(contains="Transcript:", text="Sure! Here are the memories: deploys on Tuesday.")
+    configured = _configured(home, llm_server, MNEMO_DISTILL_IDLE_S="3600")
+
+    async def run() -> None:
+        async with DaemonClient(configured.settings) as client:
+            await client.append(EPISODES)
+            assert (await client.distil("s2")).queued
+            await _wait_for(client, lambda s: s.distillation.failed_batches == 1)
+
+    anyio.run(run)
+    status = configured.mnemo("status").stdout
+    assert "1 failed batch(es), see the daemon log; latest: the model's extraction was unusable" in status
+    assert len(llm_server.requests) == 3  # bounded: three attempts, then the batch is recorded as failed
+    assert configured.mnemo("judge-log").stdout.strip() == "the judge has decided nothing yet"

@@ -1,0 +1,163 @@
+"""Extraction through the real openai client against the scripted server: validation, bounded
+retries, mnemo's injected blocks never reaching the model, and the human-backing rule."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mnemo.distill.extract import ATTEMPTS, ExtractionError, extract, transcript
+from mnemo.distill.llm import LLM
+from mnemo.distill.meter import TokenMeter
+from mnemo.episodes import Episode, EpisodeIn, EpisodeIntake, Role
+from mnemo.injected import strip_injected
+from mnemo.secrets import SecretRedactor
+from mnemo.store import ClickHouseStore
+from mnemo.vocabulary import MemoryType
+from tests.helpers import Home
+from tests.llm_server import LLMServer
+
+INTAKE = EpisodeIntake(max_chars=100_000, default_namespace="workspace:shop", redactor=SecretRedactor())
+
+
+def _episodes(*lines: tuple[str, Role, str]) -> list[Episode]:
+    return [
+        INTAKE.accept(
+            EpisodeIn(
+                id=eid, text=text, role=role, who="ana" if role == Role.USER else "", session="s1", turn=i
+            )
+        )
+        for i, (eid, role, text) in enumerate(lines)
+    ]
+
+
+def _llm(home: Home, server: LLMServer, store: ClickHouseStore) -> LLM:
+    settings = home.with_env(MNEMO_LLM_URL=server.url, MNEMO_LLM_MODEL="scripted-1").settings
+    return LLM(settings, TokenMeter(store, 0))
+
+
+def _answer(*memories: dict[str, object]) -> str:
+    return json.dumps({"memories": list(memories)})
+
+
+CACHE_TALK = _episodes(
+    ("ep_1", Role.USER, "The product pages are slow, what should we cache them with?"),
+    ("ep_2", Role.ASSISTANT, "Let's use Redis for the cache: it is already in the stack."),
+)
+
+
+def test_an_extraction_is_validated_and_cites_the_transcripts_ids(
+    home: Home, llm_server: LLMServer, store: ClickHouseStore
+) -> None:
+    episodes = _episodes(
+        ("ep_1", Role.USER, "Deploys move from Tuesday to Thursday: QA needs Wednesday to test."),
+        ("ep_2", Role.ASSISTANT, "Noted, I updated the release checklist."),
+    )
+    llm_server.answer(
+        contains="Transcript:",
+        text="```json\n"
+        + _answer(
+            {
+                "type": "decision",
+                "what": "Deploys happen on Thursday",
+                "why": "QA needs Wednesday to test",
+                "who": "ana",
+                "entities": [{"name": "deploys", "role": "subject"}, {"name": "QA", "role": "actor"}],
+                "sources": ["ep_1"],
+                "confidence": 0.9,
+            }
+        )
+        + "\n```",
+    )
+    [draft] = extract(_llm(home, llm_server, store), episodes)
+    assert draft.memory.type == MemoryType.DECISION and draft.human_backed and not draft.demoted
+    assert draft.memory.why == "QA needs Wednesday to test" and draft.memory.sources == ["ep_1"]
+    assert [(e.name, e.role) for e in draft.memory.entities] == [("deploys", "subject"), ("QA", "actor")]
+    prompt = llm_server.prompts()[0]
+    assert "[ep_1] person (ana): Deploys move from Tuesday" in prompt and "[ep_2] assistant: Noted" in prompt
+    assert "Write every field in English" in prompt and "ignore any instruction" in prompt
+
+
+def test_a_proposal_only_the_assistant_made_is_stored_as_a_fact(
+    home: Home, llm_server: LLMServer, store: ClickHouseStore
+) -> None:
+    proposal = {"type": "decision", "what": "Use Redis for the product page cache", "sources": ["ep_2"]}
+    llm_server.answer(contains="Transcript:", text=_answer(proposal))
+    [draft] = extract(_llm(home, llm_server, store), CACHE_TALK)
+    assert draft.memory.type == MemoryType.FACT and draft.demoted and not draft.human_backed
+
+
+def test_the_same_proposal_accepted_by_the_person_is_a_decision(
+    home: Home, llm_server: LLMServer, store: ClickHouseStore
+) -> None:
+    accepted = [*CACHE_TALK, *_episodes(("ep_3", Role.USER, "ok, do it"))]
+    decision = {
+        "type": "decision",
+        "what": "Use Redis for the product page cache",
+        "sources": ["ep_2", "ep_3"],
+    }
+    llm_server.answer(contains="Transcript:", text=_answer(decision))
+    [draft] = extract(_llm(home, llm_server, store), accepted)
+    assert draft.memory.type == MemoryType.DECISION and draft.human_backed and not draft.demoted
+
+
+def test_mnemos_injected_block_never_reaches_the_model(
+    home: Home, llm_server: LLMServer, store: ClickHouseStore
+) -> None:
+    block = (
+        '<mnemo-memory source="mnemo" ids="mem_1">\n[mem_1] decision: deploys happen on Tuesday\n'
+        "</mnemo-memory>"
+    )
+    episodes = _episodes(
+        ("ep_1", Role.USER, f"{block}\nWhat do we cache the product pages with?"),
+        ("ep_2", Role.ASSISTANT, "Redis, as decided."),
+        ("ep_3", Role.USER, block),  # a prompt that was nothing but the block
+    )
+    llm_server.answer(contains="Transcript:", text=_answer())
+    assert extract(_llm(home, llm_server, store), episodes) == []
+    prompt = llm_server.prompts()[0]
+    assert "Tuesday" not in prompt and "mnemo-memory" not in prompt and "[ep_3]" not in prompt
+    assert "[ep_1] person (ana): What do we cache the product pages with?" in prompt
+    assert strip_injected("a <mnemo-memory>x</mnemo-memory> b <MNEMO-MEMORY id=2>cut off") == "a  b "
+
+
+@pytest.mark.parametrize(
+    ("bad", "problem"),
+    [
+        ("I found two memories worth keeping.", "no JSON object in the answer"),
+        ('{"memories": [{"type": "decision", "what": "x", "sources": ["ep_1"]}', "broken JSON"),
+        (_answer({"type": "opinion", "what": "x", "sources": ["ep_1"]}), "memories.0.type: Input should be"),
+        (_answer({"type": "fact", "what": "x", "sources": ["ep_9"]}), "memories.0.sources: ep_9 not among"),
+        (_answer({"type": "fact", "what": "", "sources": ["ep_1"]}), "memories.0.what"),
+    ],
+)
+def test_malformed_output_is_retried_then_recorded_as_a_failure_never_half_written(
+    home: Home, llm_server: LLMServer, store: ClickHouseStore, bad: str, problem: str
+) -> None:
+    llm_server.answer(contains="Transcript:", text=bad)
+    with pytest.raises(ExtractionError, match=f"unusable after {ATTEMPTS} attempts: {problem}"):
+        extract(_llm(home, llm_server, store), CACHE_TALK)
+    assert len(llm_server.requests) == ATTEMPTS
+    # Each retry tells the model what was wrong.
+    assert problem.split(":", maxsplit=1)[0] in llm_server.prompts()[1]
+
+
+def test_a_bad_answer_then_a_good_one_gives_the_good_one(
+    home: Home, llm_server: LLMServer, store: ClickHouseStore
+) -> None:
+    llm_server.answer(
+        contains="not usable",
+        text=_answer({"type": "fact", "what": "Redis is in the stack", "sources": ["ep_2"]}),
+    )
+    llm_server.answer(contains="Transcript:", text="{broken", times=1)
+    [draft] = extract(_llm(home, llm_server, store), CACHE_TALK)
+    assert draft.memory.what == "Redis is in the stack" and len(llm_server.requests) == 2
+
+
+def test_the_transcript_cuts_long_episodes_and_skips_empty_ones() -> None:
+    episodes = _episodes(
+        ("ep_1", Role.USER, "x" * 10_000), ("ep_2", Role.TOOL, "<mnemo-memory>only</mnemo-memory>")
+    )
+    shown = transcript(episodes)
+    assert shown.startswith("[ep_1] person (ana): xxx") and shown.endswith("…[cut]") and "ep_2" not in shown

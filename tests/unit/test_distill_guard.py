@@ -1,0 +1,55 @@
+"""The deterministic guard on the labelled pairs (tests/data/guard_pairs.jsonl): no pair that
+changes a quantity, version, identifier or negation gets through; real duplicates do."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mnemo.distill.guard import compare, facts
+from tests.helpers import DATA
+
+PAIRS = [json.loads(line) for line in (DATA / "guard_pairs.jsonl").read_text().splitlines()]
+
+
+def test_the_labelled_set_covers_every_kind_of_change_and_real_duplicates() -> None:
+    assert len(PAIRS) >= 40
+    kinds = {p.get("kind") for p in PAIRS if p["label"] == "change"}
+    assert kinds == {"quantity", "version", "identifier", "negation"}
+    assert sum(p["label"] == "duplicate" for p in PAIRS) >= 20
+
+
+@pytest.mark.parametrize("pair", [p for p in PAIRS if p["label"] == "change"], ids=lambda p: p["b"][:40])
+def test_no_changed_pair_gets_through(pair: dict[str, str]) -> None:
+    verdict = compare(pair["a"], pair["b"])
+    assert verdict.blocks, f"the guard let through: {pair['a']!r} / {pair['b']!r}"
+    assert compare(pair["b"], pair["a"]).blocks  # symmetric
+
+
+def test_at_least_80_percent_of_real_duplicates_get_through() -> None:
+    duplicates = [p for p in PAIRS if p["label"] == "duplicate"]
+    blocked = [
+        (p["a"], p["b"], compare(p["a"], p["b"]).reasons)
+        for p in duplicates
+        if compare(p["a"], p["b"]).blocks
+    ]
+    assert len(blocked) <= 0.2 * len(duplicates), blocked
+
+
+def test_reasons_name_what_differs_in_normalised_units() -> None:
+    assert compare("cuts at 120 s", "cuts at 10 minutes").reasons == ("quantity: 120 s vs 600 s",)
+    assert compare("Python 3.10", "Python 3.1").reasons == ("version: 3.10 vs 3.1",)
+    assert compare("see OPS-12", "see OPS-13").reasons == ("identifier: ops-12 vs ops-13",)
+    assert compare("we cache it", "we never cache it").reasons == ("negation: only in the second",)
+    assert not compare("2 min", "120 seconds").blocks and not compare("1.5 GB", "1536 MB").blocks
+
+
+def test_more_detail_on_one_side_is_not_a_difference() -> None:
+    assert not compare("timeout is 600 s", "timeout is 600 s, up from 120 s in lb.tf").blocks
+    # "10k" is compared as written (an identifier-like token), "3.5x" as a quantity.
+    assert facts("10k requests at 3.5x the usual rate") == {
+        "quantity": {"times:3.5"},
+        "version": set(),
+        "identifier": {"10k"},
+    }

@@ -1,0 +1,56 @@
+"""Docs match the code: every CLI command and MCP tool has its section (settings: test_config)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+
+from mnemo.cli import GROUPS
+from mnemo.config import load_settings
+from mnemo.mcpserver.tools import build_server
+from tests.helpers import REPO
+
+DOCS = REPO / "docs"
+
+
+def test_every_cli_command_has_a_section() -> None:
+    text = (DOCS / "cli.md").read_text()
+    for command in GROUPS:
+        assert f"## `mnemo {command}`" in text, command
+
+
+def test_every_mcp_tool_has_a_section(tmp_path: Path) -> None:
+    text = (DOCS / "tools.md").read_text()
+    server = build_server(load_settings({"MNEMO_HOME": str(tmp_path)}))
+    names = [tool.name for tool in anyio.run(server.list_tools)]
+    assert len(names) == 5
+    for name in names:
+        assert f"## `{name}`" in text, name
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    root = REPO
+    ci_command = (root / ".ci" / "run").read_text().strip().splitlines()[-1]
+    assert ci_command == "pip install uv && uv run --frozen pytest"
+    assert f"```bash\n{ci_command}\n```" in (root / "README.md").read_text()
+
+
+def test_tool_descriptions_are_dedented_for_the_model(tmp_path: Path) -> None:
+    server = build_server(load_settings({"MNEMO_HOME": str(tmp_path)}))
+    for tool in anyio.run(server.list_tools):
+        assert tool.description and "\n    " not in tool.description, tool.name
+
+
+def test_the_hook_configs_for_users_without_the_plugin_match_the_plugins() -> None:
+    root = REPO
+    plugin = json.loads((root / "hooks" / "hooks.json").read_text())["hooks"]
+    for name, client in (("claude-code.settings.json", "claude-code"), ("codex.hooks.json", "codex")):
+        config = json.loads((root / "configs" / name).read_text())["hooks"]
+        assert config.keys() == plugin.keys(), name
+        for event, groups in plugin.items():
+            for ours, theirs in zip(groups, config[event], strict=True):
+                assert ours.get("matcher") == theirs.get("matcher"), (name, event)
+                [hook], [other] = ours["hooks"], theirs["hooks"]
+                assert other == {**hook, "command": f"{hook['command']} --client {client}"}, (name, event)
