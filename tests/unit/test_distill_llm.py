@@ -83,7 +83,7 @@ def test_a_slow_or_absent_endpoint_fails_with_a_clear_error(
     home: Home, llm_server: LLMServer, store: ClickHouseStore
 ) -> None:
     llm_server.answer(contains="ping", text="pong")
-    llm_server.delay_s = 2.0
+    llm_server.delay_s = 2.0  # the behaviour under test: a model slower than the 0.3 s allowed
     slow = _llm(home, llm_server, store, MNEMO_LLM_TIMEOUT_S="0.3", MNEMO_LLM_MAX_RETRIES="0")
     with pytest.raises(
         ModelError, match=r"did not answer within 0.3 s \(tried 1 times; setting llm_timeout_s\)"
