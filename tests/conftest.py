@@ -18,10 +18,8 @@ from pathlib import Path
 import pytest
 
 from mnemo.store import ClickHouseStore, open_store
-from tests.helpers import BIN, Home, isolated_home, model_hub
+from tests.helpers import Home, isolated_home, model_hub
 from tests.llm_server import LLMServer, running_llm_server
-
-__all__ = ["BIN", "Home", "isolated_home"]  # tools/fuzz_surfaces.py imports them from here
 
 TIERS = ("unit", "daemon", "e2e")
 TESTS = Path(__file__).parent

@@ -12,7 +12,7 @@ process, on a fresh embedded store in a temporary directory:
 
     python tools/distill_scenarios.py --llm-url http://127.0.0.1:8080/v1 --model qwen [--check]
 
-``--check`` exits 1 if a check fails (tests/test_distill_real_model.py runs it when
+``--check`` exits 1 if a check fails (tests/e2e/test_distill_real_model.py runs it when
 MNEMO_TEST_LLM_URL is set). Spend is printed at the end.
 """
 

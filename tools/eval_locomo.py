@@ -60,7 +60,9 @@ def turn_text(turn: dict) -> str:
     return str(turn["text"])
 
 
-def write_import_files(turns_path: Path, out_dir: Path) -> list[Path]:
+def write_import_files(turns_path: Path, out_dir: Path, *, with_turns: bool = True) -> list[Path]:
+    """One JSONL file a conversation; ``with_turns=False`` leaves the turn numbers out, as a file
+    people write might (the import numbers them by time, then line)."""
     by_sample: dict[str, list[str]] = defaultdict(list)
     with turns_path.open(encoding="utf-8") as f:
         for line in f:
@@ -76,7 +78,7 @@ def write_import_files(turns_path: Path, out_dir: Path) -> list[Path]:
                         "kind": "prompt",
                         "text": turn_text(turn),
                         "namespace": f"workspace:locomo-{turn['sample_id']}",
-                        "turn": turn["turn_index"],
+                        **({"turn": turn["turn_index"]} if with_turns else {}),
                     }
                 )
             )
@@ -203,13 +205,20 @@ def main() -> None:
     )
     parser.add_argument("--embedder", action="append", help="model id (repeatable); 'none' for BM25 only")
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument(
+        "--without-turns",
+        action="store_true",
+        help="import the turns without their numbers (the import numbers them)",
+    )
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     questions = [json.loads(line) for line in (args.data / "locomo_dev_qa.jsonl").open(encoding="utf-8")]
     embedders = args.embedder or ["none", *[m.id for m in installed_models(load_settings())]]
     results = []
     with tempfile.TemporaryDirectory(prefix="mnemo-locomo-data-") as tmp:
-        files = write_import_files(args.data / "locomo_dev_turns.jsonl", Path(tmp))
+        files = write_import_files(
+            args.data / "locomo_dev_turns.jsonl", Path(tmp), with_turns=not args.without_turns
+        )
         print(f"{len(files)} conversations, {len(questions)} questions", file=sys.stderr)
         for embedder in embedders:
             print(f"embedder {embedder} …", file=sys.stderr)

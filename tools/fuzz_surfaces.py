@@ -3,7 +3,7 @@ print what happened: calls made, errors answered, crashes, hangs, foreign stdout
 
     uv run --frozen python tools/fuzz_surfaces.py --minutes 10
 
-The inputs are tests/fuzzing.py's hypothesis strategies (the same as tests/test_fuzz.py, which
+The inputs are tests/fuzzing.py's hypothesis strategies (the same as tests/daemon/test_fuzz.py, which
 runs a bounded number in CI), drawn here in rounds of fresh random examples with no shrinking: a
 hang or a crash is counted, its input printed, and the server restarted. Half the time goes to
 each surface. Everything runs in a MNEMO_HOME of its own under /tmp, removed at the end.
@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the strategies live with the tests
 from mnemo.client.launcher import daemon_pid, ensure_daemon
 from mnemo.config import Settings
-from tests.conftest import BIN, isolated_home
 from tests.fuzzing import Outcome, Tally, drive_mcp, hook_inputs, mcp_lines, post_hook
+from tests.helpers import BIN, isolated_home
 from tests.mcp_wire import RawSession
 
 ROUND = settings(

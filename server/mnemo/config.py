@@ -35,7 +35,15 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, Valid
 
 from mnemo.episodes import NAME_CHARS
 from mnemo.errors import ConfigError
-from mnemo.paths import DAEMON_LOCK_NAME, HOME_ENV, INPUTS_ENV, SOCKET_NAME, inputs_digest, layout
+from mnemo.paths import (
+    DAEMON_LOCK_NAME,
+    HOME_ENV,
+    INPUTS_ENV,
+    SOCKET_NAME,
+    inputs_digest,
+    layout,
+    spawned_digest,
+)
 
 ENV_PREFIX = "MNEMO_"
 # Unix socket paths are limited to 108 bytes on Linux (104 on macOS) including the NUL.
@@ -272,8 +280,10 @@ def redact_dsn(dsn: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
-    """Read the config file and the environment once; raise ConfigError naming what is wrong."""
+def load_settings(environ: Mapping[str, str] | None = None, *, is_spawned: bool = False) -> Settings:
+    """Read the config file and the environment once; raise ConfigError naming what is wrong.
+    ``is_spawned``: this process was started by the spawner (the daemon, or the spawner's own
+    starter), whose digest of its client's inputs these settings carry (mnemo.paths)."""
     env = os.environ if environ is None else environ
     where = layout(env)
     home = Path(where.home) if where.home else None
@@ -282,7 +292,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
 
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
-    for key, value in _read_config_file(config_file).items():
+    raw_config, file_values = _read_config_file(config_file)
+    for key, value in file_values.items():
         values[key] = value
         sources[key] = str(config_file)
     for key in SETTABLE:
@@ -325,19 +336,22 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             f"the daemon socket path {settings.socket_path} is longer than unix sockets allow "
             f"({MAX_SOCKET_PATH_BYTES} bytes); set {HOME_ENV} to a shorter directory"
         )
-    settings._inputs_digest = inputs_digest(env)
+    settings._inputs_digest = (is_spawned and spawned_digest(env)) or inputs_digest(env, config=raw_config)
     return settings
 
 
-def _read_config_file(path: Path) -> dict[str, Any]:
+def _read_config_file(path: Path) -> tuple[bytes | None, dict[str, Any]]:
+    """The file's bytes (None when there is none) and its settings."""
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError:
-        return {}
+        return None, {}
     except OSError as exc:
         raise ConfigError(f"cannot read the config file {path}: {exc.strerror}") from None
     try:
-        data = tomllib.loads(text)
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"the config file {path} is not UTF-8: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"the config file {path} is not valid TOML: {exc}") from None
     unknown = sorted(set(data) - set(SETTABLE))
@@ -345,7 +359,7 @@ def _read_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(
             f"unknown setting(s) {', '.join(unknown)} in {path}; known settings: {', '.join(SETTABLE)}"
         )
-    return data
+    return raw, data
 
 
 def _check_store_dsn(dsn: str, source: str) -> None:

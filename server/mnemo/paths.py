@@ -91,27 +91,36 @@ def _user_dirs(env: Mapping[str, str]) -> tuple[str, str, str]:
     )
 
 
-def inputs_digest(env: Mapping[str, str] | None = None) -> str:
-    """A digest of everything the settings are resolved from: the config file's bytes and the
-    environment they read. Two processes with the same digest resolve the same settings, so a
-    client that finds its own digest in the daemon's health knows, without loading the settings
-    (pydantic), that the daemon serves what it is configured for. A process started by the
-    spawner (mnemo.client.spawn) was given its spawner's digest in ``INPUTS_ENV``."""
-    env = os.environ if env is None else env
-    if env.get(INPUTS_ENV):
-        return env[INPUTS_ENV]
+def inputs_digest(env: Mapping[str, str] | None = None, *, config: bytes | str | None = "read") -> str:
+    """A digest of everything the settings are resolved from: the config file's bytes (``config``:
+    those already read, None for no file; by default the file is read here) and the environment
+    they read. Two processes with the same digest resolve the same settings, so a client that finds
+    its own digest in the daemon's health knows, without loading the settings (pydantic), that the
+    daemon serves what it is configured for. Always computed: a digest a spawner handed down
+    (``INPUTS_ENV``) is :func:`spawned_digest`'s, and only the daemon's."""
     import hashlib  # noqa: PLC0415 - not for the hook process, which never compares
 
+    env = os.environ if env is None else env
     digest = hashlib.sha256()
     names = sorted(n for n in env if (n.startswith("MNEMO_") and n != INPUTS_ENV) or n in _INPUT_NAMES)
     for name in names:
         digest.update(f"{name}={env[name]}\0".encode("utf-8", "surrogateescape"))
-    try:
-        with open(layout(env).config_file, "rb") as config:
-            digest.update(b"config\0" + config.read())
-    except OSError:
-        digest.update(b"no config\0")
+    if isinstance(config, str):
+        try:
+            with open(layout(env).config_file, "rb") as file:
+                config = file.read()
+        except FileNotFoundError:
+            config = None
+        except OSError as exc:  # the settings would refuse it: never the digest of "no file"
+            digest.update(f"unreadable {exc.errno}\0".encode())
+            return digest.hexdigest()
+    digest.update(b"no config\0" if config is None else b"config\0" + config)
     return digest.hexdigest()
+
+
+def spawned_digest(env: Mapping[str, str] | None = None) -> str:
+    """The digest of its client's inputs that the spawner gave a daemon (mnemo.client.spawn), or ""."""
+    return (os.environ if env is None else env).get(INPUTS_ENV, "")
 
 
 def hook_timeout_override(env: Mapping[str, str] | None = None) -> float | None:

@@ -353,3 +353,24 @@ def test_the_daemon_process_runs_numpy_blas_on_one_thread() -> None:
         pytest.skip("numpy is not linked against OpenBLAS here")
     assert int(alone) > 1  # the control: numpy on its own takes every core
     assert _blas_threads("import mnemo.daemon.__main__") == "1"
+
+
+def test_mnemo_daemon_run_is_the_very_entry_a_client_starts(home: Home) -> None:
+    # Not the daemon run inside the CLI's process (which skipped the entry's one BLAS thread):
+    # the command becomes `python -m mnemo.daemon`, the same process, in the foreground.
+    foreground = subprocess.Popen(
+        [str(BIN / "mnemo"), "daemon", "run"],
+        env=home.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_until(lambda: ping(home.settings) is not None, what="the foreground daemon")
+        health = ping(home.settings)
+        assert health is not None and health["pid"] == foreground.pid
+        with open(f"/proc/{foreground.pid}/cmdline", "rb") as cmdline:
+            argv = cmdline.read().split(b"\0")
+        assert argv[1:3] == [b"-m", b"mnemo.daemon"]
+    finally:
+        foreground.terminate()
+        foreground.wait(timeout=30)

@@ -176,3 +176,32 @@ def test_a_daemon_that_never_answers_runs_out_the_time(tmp_path: Path) -> None:
         http = UnixHTTP(str(tmp_path / "mute.sock"))
         with pytest.raises(TimeoutError):
             http.request("GET", "/a", timeout_s=0.3)
+
+
+def test_a_pooled_connection_past_descriptor_1023_is_checked_and_reused(serve: Serve, tmp_path: Path) -> None:
+    # select() refuses descriptors past 1023: a busy client (many files open) must still reuse.
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if min(hard, 4096) < 1200:
+        pytest.skip("this process may not open 1,200 files")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
+    held = [open(tmp_path / "held", "wb") for _ in range(1100)]  # noqa: SIM115 - held open on purpose
+    try:
+        server, http = serve([OK_A, OK_B])
+        assert http.request("GET", "/1", timeout_s=5).body == b"a"
+        assert http.request("GET", "/2", timeout_s=5).body == b"b"
+        assert server.connections == 1
+    finally:
+        for file in held:
+            file.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_a_client_closed_while_a_request_is_under_way_does_not_pool_its_connection(serve: Serve) -> None:
+    server, http = serve([OK_A, OK_A], [OK_B])
+    http.close()  # as mnemo-mcp's client does at exit, while a worker thread may still send
+    assert http.request("GET", "/1", timeout_s=5).body == b"a"
+    assert server.closed.acquire(timeout=5)  # the client closed that connection after its answer
+    assert http.request("GET", "/2", timeout_s=5).body == b"b"  # over a new one
+    assert server.connections == 2

@@ -104,7 +104,7 @@ def test_settings_round_trip_through_the_environment_given_to_the_daemon(tmp_pat
             MNEMO_CALIBRATION='{"relation": {"temperature": 1.5, "bias": {"same": -0.25}}}',
         )
     )
-    again = load_settings(settings.as_environment())
+    again = load_settings(settings.as_environment(), is_spawned=True)  # as the daemon reads it
     assert again == settings
     assert again.llm_api_key.get_secret_value() == "sk-abc"
     assert again.calibration["relation"].bias == {"same": -0.25}

@@ -47,6 +47,12 @@ def main(argv: list[str] | None = None) -> int:
     except MnemoError as exc:
         sys.stderr.write(f"mnemo: error: {exc}\n")
         return EXIT_ERROR
+    except (KeyError, TypeError) as exc:  # an answer not of the shape printed: another version?
+        sys.stderr.write(
+            f"mnemo: error: unexpected answer from the mnemo daemon ({type(exc).__name__}: {exc}); "
+            "if it runs another version of mnemo, restart it: mnemo daemon stop\n"
+        )
+        return EXIT_ERROR
     except KeyboardInterrupt:
         sys.stderr.write("mnemo: interrupted\n")
         return 130

@@ -140,9 +140,11 @@ def _read_chunked(reader: _Reader) -> bytes:
 
 
 def _looks_closed(sock: _socket.socket) -> bool:
-    """Whether an idle connection was closed by the daemon (or has unasked bytes): readable."""
-    readable, _, _ = select.select([sock], [], [], 0)
-    return bool(readable)
+    """Whether an idle connection was closed by the daemon (or has unasked bytes): readable.
+    (poll, not select: select refuses descriptors past 1023, which a busy process may hold.)"""
+    poller = select.poll()
+    poller.register(sock, select.POLLIN | select.POLLERR | select.POLLHUP)
+    return bool(poller.poll(0))
 
 
 class UnixHTTP:
@@ -152,10 +154,16 @@ class UnixHTTP:
     def __init__(self, path: str) -> None:
         self.path = path
         self._idle: list[_socket.socket] = []
+        self._is_closed = False
 
     def close(self) -> None:
-        while self._idle:
-            self._idle.pop().close()
+        """Close the pooled connections; one still in use is closed when its request ends."""
+        self._is_closed = True
+        while True:
+            try:
+                self._idle.pop().close()
+            except IndexError:  # empty (another thread may have taken the last one)
+                return
 
     def request(
         self,
@@ -170,20 +178,24 @@ class UnixHTTP:
         """Send one request and read its answer within ``timeout_s``. ``is_last``: close the
         connection afterwards (a process that sends one request)."""
         deadline = time.monotonic() + timeout_s
-        sock = self._connection(deadline)
         head = f"{method} {target} HTTP/1.1\r\nhost: mnemo\r\n"
         if body is not None:
             head += f"content-type: {content_type}\r\ncontent-length: {len(body)}\r\n"
         if is_last:
             head += "connection: close\r\n"
+        message = head.encode("ascii") + b"\r\n" + (body or b"")
+        sock, is_reused = self._connection(deadline)
         try:
             try:
-                sock.settimeout(max(deadline - time.monotonic(), 0.001))
-                sock.sendall(head.encode("ascii") + b"\r\n" + (body or b""))
-            except TimeoutError:
-                raise
-            except OSError as exc:
-                raise ConnectionLostError(f"writing the request failed: {exc!r}") from None
+                self._send(sock, message, deadline)
+            except ConnectionLostError:
+                if not is_reused:
+                    raise
+                # A pooled connection the daemon closed just after it was checked: nothing of this
+                # request reached it (it reads no more on a connection it closes). A new one.
+                sock.close()
+                sock, _ = self._new_connection(deadline)
+                self._send(sock, message, deadline)
             try:
                 response, is_reusable = read_response(_Reader(sock, deadline))
             except TimeoutError:
@@ -193,21 +205,34 @@ class UnixHTTP:
         except BaseException:
             sock.close()  # in an unknown state: never reused
             raise
-        if is_reusable and not is_last and len(self._idle) < MAX_IDLE:
+        if is_reusable and not is_last and not self._is_closed and len(self._idle) < MAX_IDLE:
             self._idle.append(sock)
         else:
             sock.close()
         return response
 
-    def _connection(self, deadline: float) -> _socket.socket:
-        while self._idle:
+    @staticmethod
+    def _send(sock: _socket.socket, message: bytes, deadline: float) -> None:
+        try:
+            sock.settimeout(max(deadline - time.monotonic(), 0.001))
+            sock.sendall(message)
+        except TimeoutError:
+            raise
+        except OSError as exc:
+            raise ConnectionLostError(f"writing the request failed: {exc!r}") from None
+
+    def _connection(self, deadline: float) -> tuple[_socket.socket, bool]:
+        """A pooled connection that still looks open, or a new one; and whether it was pooled."""
+        while True:
             try:
                 sock = self._idle.pop()
-            except IndexError:  # another thread took the last one
-                break
+            except IndexError:  # none left (another thread may have taken the last one)
+                return self._new_connection(deadline)
             if not _looks_closed(sock):
-                return sock
+                return sock, True
             sock.close()
+
+    def _new_connection(self, deadline: float) -> tuple[_socket.socket, bool]:
         sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         try:
             sock.settimeout(max(deadline - time.monotonic(), 0.001))
@@ -220,4 +245,4 @@ class UnixHTTP:
             raise NotSentError(
                 f"cannot connect to {self.path}: {exc.strerror or exc!r}", is_absent=False
             ) from None
-        return sock
+        return sock, False

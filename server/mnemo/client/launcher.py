@@ -103,6 +103,7 @@ def spawn_detached(settings: Settings) -> None:
         _, errors = intermediate.communicate(timeout=30)
     except subprocess.TimeoutExpired:
         intermediate.kill()
+        intermediate.communicate()  # reaped: no zombie left in a long-lived client
         raise DaemonError("could not spawn the mnemo daemon: its starter did not finish in 30 s") from None
     if intermediate.returncode != 0:
         raise DaemonError(

@@ -47,7 +47,7 @@ def _run_intermediate(log_path: str, pid_file: str) -> int:
     from mnemo.errors import MnemoError  # noqa: PLC0415
 
     try:
-        settings = load_settings()
+        settings = load_settings(is_spawned=True)
     except MnemoError as exc:
         sys.stderr.write(f"mnemo daemon: {exc}\n")
         return 1

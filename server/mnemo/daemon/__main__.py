@@ -18,7 +18,7 @@ from mnemo.errors import MnemoError
 
 def main() -> int:
     try:
-        settings = load_settings()
+        settings = load_settings(is_spawned=True)
     except MnemoError as exc:
         sys.stderr.write(f"mnemo daemon: {exc}\n")
         return 1

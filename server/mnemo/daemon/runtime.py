@@ -121,6 +121,14 @@ class Daemon:
             await task_group.__aexit__(None, None, None)
             await self.index.save()
         finally:
+            # After the store calls still running (a request the server gave up waiting for keeps
+            # its worker thread): they hold the calls' limiter, or the versions lock. Shielded:
+            # a daemon left by cancellation closes its store all the same.
+            with anyio.CancelScope(shield=True):
+                await self.calls(self._close_store)
+
+    def _close_store(self) -> None:
+        with self.store.versions_lock:
             self.store.close()
 
     async def _build_then_embed(self) -> None:
