@@ -7,19 +7,18 @@ checks again (another client may have started it meanwhile), and starts the daem
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import time
 
 from mnemo.client import spawn
-from mnemo.client.http import TransportError, UnixHTTP
+from mnemo.client.http import UnixHTTP
+from mnemo.client.policy import health_of
 from mnemo.config import Settings
 from mnemo.daemon.rundir import ensure_private_dir, held_lock, is_locked, read_pid
 from mnemo.errors import DaemonError
 
-HEALTH_PATH = "/v1/health"
 POLL_S = 0.025
 
 
@@ -30,21 +29,6 @@ def ping(settings: Settings, *, timeout_s: float = 2.0) -> dict[str, object] | N
         return health_of(http, timeout_s=timeout_s)
     finally:
         http.close()
-
-
-def health_of(http: UnixHTTP, *, timeout_s: float) -> dict[str, object] | None:
-    """``GET /v1/health`` through ``http``: the daemon's health, or None when nothing answers."""
-    try:
-        response = http.request("GET", HEALTH_PATH, timeout_s=timeout_s)
-    except (TransportError, TimeoutError):
-        return None
-    if response.status != 200:
-        return None
-    try:
-        health = json.loads(response.body)
-    except ValueError:
-        return None
-    return health if isinstance(health, dict) else None
 
 
 def ensure_daemon(settings: Settings) -> dict[str, object]:

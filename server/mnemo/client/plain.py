@@ -17,8 +17,9 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from mnemo.api import MAX_BODY_BYTES
-from mnemo.client.http import ConnectionLostError, NotSentError, TransportError, UnixHTTP
-from mnemo.errors import DaemonError, DaemonUnavailableError, InputError, TooLargeError, error_from_answer
+from mnemo.client.http import ConnectionLostError, NotSentError, UnixHTTP
+from mnemo.client.policy import health_of, timed_out, unavailable
+from mnemo.errors import DaemonError, InputError, TooLargeError, error_from_answer
 from mnemo.paths import Layout, inputs_digest, layout
 
 if TYPE_CHECKING:
@@ -56,18 +57,11 @@ class PlainClient:
                 response = self._http.request(method, path, content, timeout_s=timeout_s)
                 break
             except TimeoutError:
-                raise DaemonError(
-                    f"the mnemo daemon did not answer within {timeout_s:.0f} s (setting request_timeout_s)"
-                ) from None
-            except (NotSentError, ConnectionLostError) as exc:
-                # As in mnemo.client.typed: the daemon may have exited idle in between; what was
-                # never sent is safe to send again, what may have arrived only when idempotent.
-                is_unsent = isinstance(exc, NotSentError)
-                if attempt == 2 or not (is_unsent or is_idempotent):
-                    raise DaemonUnavailableError(
-                        f"lost the connection to the mnemo daemon ({exc})"
-                        + ("" if is_unsent else "; the request may or may not have been applied")
-                    ) from None
+                raise timed_out(timeout_s) from None
+            except (NotSentError, ConnectionLostError) as exc:  # the daemon may have exited idle
+                error = unavailable(exc, attempt=attempt, is_idempotent=is_idempotent)
+                if error is not None:
+                    raise error from None
                 self._timeout_s = None
                 self._ensure_started()
         if response.status >= 400:
@@ -81,7 +75,7 @@ class PlainClient:
         """The request timeout, once the daemon is known to run with this process's settings."""
         if self._timeout_s is not None:
             return self._timeout_s
-        health = self._health()
+        health = health_of(self._http, timeout_s=HEALTH_TIMEOUT_S)
         if health is not None and health.get("inputs") == inputs_digest():
             timeout_s = health.get("request_timeout_s")
             if isinstance(timeout_s, int | float) and timeout_s > 0:
@@ -96,19 +90,6 @@ class PlainClient:
         ensure_daemon(settings)
         self._timeout_s = settings.request_timeout_s
         return self._timeout_s
-
-    def _health(self) -> dict[str, object] | None:
-        try:
-            response = self._http.request("GET", "/v1/health", timeout_s=HEALTH_TIMEOUT_S)
-        except (TransportError, TimeoutError):
-            return None
-        if response.status != 200:
-            return None
-        try:
-            health = json.loads(response.body)
-        except ValueError:
-            return None
-        return health if isinstance(health, dict) else None
 
 
 def _encoded(body: object) -> bytes:

@@ -31,11 +31,11 @@ from mnemo.api.status import Status
 from mnemo.api.writer import DistillQueued, DistillRequest, JudgeLog
 from mnemo.client.http import ConnectionLostError, NotSentError, UnixHTTP
 from mnemo.client.launcher import ensure_daemon
+from mnemo.client.policy import timed_out, unavailable
 from mnemo.config import Settings
 from mnemo.episodes import AppendResult, EpisodeIn, new_id
 from mnemo.errors import (
     DaemonError,
-    DaemonUnavailableError,
     TooLargeError,
     error_from_answer,
 )
@@ -87,19 +87,11 @@ class DaemonClient:
                 )
                 break
             except TimeoutError:
-                raise DaemonError(
-                    f"the mnemo daemon did not answer within {timeout_s:.0f} s (setting request_timeout_s)"
-                ) from None
+                raise timed_out(timeout_s) from None
             except (NotSentError, ConnectionLostError) as exc:
-                # A connection never made never reached the daemon. A lost one may come from a
-                # daemon that is dying (a killed process accepts on its socket until its last
-                # thread is gone): only requests that are safe to repeat are retried then.
-                is_unsent = isinstance(exc, NotSentError)
-                if attempt == 2 or not (is_unsent or is_idempotent):
-                    raise DaemonUnavailableError(
-                        f"lost the connection to the mnemo daemon ({exc})"
-                        + ("" if is_unsent else "; the request may or may not have been applied")
-                    ) from None
+                error = unavailable(exc, attempt=attempt, is_idempotent=is_idempotent)
+                if error is not None:
+                    raise error from None
                 logger.info("daemon connection failed (%s); starting it and retrying", exc)
                 await self.ensure_started()
         if response.status >= 400:
