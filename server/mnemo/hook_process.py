@@ -43,6 +43,8 @@ DEADLINES_S = {
     "SessionEnd": 0.8,
 }
 EVENTS = (*DEADLINES_S, "PreToolUse")
+# mnemo.vocabulary.TRANSCRIPT_HOSTS (a unit test holds them equal), not imported: enum is not
+# worth its import to the hook process.
 CLIENTS = ("claude-code", "codex")
 MAX_SPOOL_BYTES = 64 * 1024 * 1024  # a daemon that never comes up must not fill the disk
 SPAWN_GRACE_S = 15.0  # a daemon started this recently is still on its way up

@@ -21,7 +21,6 @@ from mnemo.errors import InputError, NotFoundError, OverBudgetError
 from mnemo.injected import frame, refuse_unfit
 from mnemo.vocabulary import KEEP_FILE_PATH, KeepAction, KeepScope
 
-FILE_PATH = KEEP_FILE_PATH
 _FILE_HEADING = "# Project memory (mnemo keep)"
 _FILE_NOTE = (
     "<!-- Kept by mnemo for the workspace {workspace}: injected at the start of every session. "
@@ -159,7 +158,7 @@ def render_file(entries: Sequence[str], workspace: str) -> str:
 _ITEM = re.compile(r"^[-*] (.*)$")
 
 
-def parse_file(text: str, *, where: str = FILE_PATH) -> list[str]:
+def parse_file(text: str, *, where: str = KEEP_FILE_PATH) -> list[str]:
     """The entries of a ``.mnemo/MEMORY.md`` (a list item each, two-space continuation lines).
     Headings, HTML comments and blank lines are skipped; anything else is an error naming the line."""
     entries: list[list[str]] = []

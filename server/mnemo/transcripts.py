@@ -35,10 +35,8 @@ from typing import Any
 
 from mnemo.clock import as_stored
 from mnemo.jsonread import read_json
-from mnemo.vocabulary import TRANSCRIPT_HOSTS
 
 TASK_NOTIFICATION = "<task-notification>"
-CLIENTS = TRANSCRIPT_HOSTS
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._:\-/]")
 
 

@@ -61,3 +61,11 @@ def test_a_config_path_that_cannot_be_read_is_not_taken_for_no_file(
     no_file = inputs_digest(env)
     (tmp_path / "config.toml").mkdir()  # a directory where the file should be: the settings refuse it
     assert inputs_digest(env) != no_file
+
+
+def test_the_hook_process_knows_the_same_hosts_as_the_rest_of_mnemo() -> None:
+    # The hook process keeps its own copy (it does not import enum); the two must not drift.
+    from mnemo.hook_process import CLIENTS
+    from mnemo.vocabulary import TRANSCRIPT_HOSTS
+
+    assert CLIENTS == TRANSCRIPT_HOSTS

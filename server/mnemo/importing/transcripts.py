@@ -23,6 +23,7 @@ from mnemo.episodes import (
 )
 from mnemo.errors import InputError
 from mnemo.importing.batching import DEFAULT_BATCH_LINES, EPISODE_FIELDS_BYTES, Batch, append_episodes
+from mnemo.vocabulary import TRANSCRIPT_HOSTS
 from mnemo.workspace import workspace_namespace
 
 
@@ -93,8 +94,8 @@ async def import_transcripts(
     on_progress: Callable[[int, int, TranscriptReport], None] | None = None,
 ) -> TranscriptReport:
     """Import every transcript at ``path``; ``on_progress(files_done, files, report)`` after each."""
-    if client_kind not in transcripts.CLIENTS:
-        raise InputError(f"--from must be one of {', '.join(transcripts.CLIENTS)}, not {client_kind!r}")
+    if client_kind not in TRANSCRIPT_HOSTS:
+        raise InputError(f"--from must be one of {', '.join(TRANSCRIPT_HOSTS)}, not {client_kind!r}")
     if not path.exists():
         raise InputError(f"{path} does not exist (where {client_kind} keeps its transcripts: "
                          f"{transcripts.default_root(client_kind)})")  # fmt: skip

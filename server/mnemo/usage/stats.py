@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from mnemo import transcripts
 from mnemo.api.stats import Stats, StatsDay
 from mnemo.usage import suppression
+from mnemo.vocabulary import TRANSCRIPT_HOSTS
 
 if TYPE_CHECKING:
     from mnemo.store import Store
@@ -50,7 +51,7 @@ def gather(figures: StoreFigures, person: str, since: datetime, until: datetime)
     read = read_injected = found = 0
     for session in figures.sessions:
         path = Path(session.transcript) if session.transcript else None
-        if path is None or not path.is_file() or session.client not in transcripts.CLIENTS:
+        if path is None or not path.is_file() or session.client not in TRANSCRIPT_HOSTS:
             continue
         try:
             tokens = transcripts.read(session.client, path).tokens_read
