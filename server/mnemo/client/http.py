@@ -19,7 +19,7 @@ import select
 import time
 
 MAX_HEAD_BYTES = 64 * 1024
-MAX_BODY_BYTES = 256 * 1024 * 1024
+MAX_ANSWER_BYTES = 256 * 1024 * 1024
 MAX_IDLE = 4  # pooled connections; a client rarely has more requests in flight
 _RECV_BYTES = 65536
 
@@ -88,8 +88,8 @@ class _Reader:
 
     def to_end(self) -> bytes:
         while self.fill():
-            if len(self.buffer) > MAX_BODY_BYTES:
-                raise ConnectionLostError(f"an answer over {MAX_BODY_BYTES:,} bytes is refused")
+            if len(self.buffer) > MAX_ANSWER_BYTES:
+                raise ConnectionLostError(f"an answer over {MAX_ANSWER_BYTES:,} bytes is refused")
         data = bytes(self.buffer)
         self.buffer.clear()
         return data
@@ -110,7 +110,7 @@ def read_response(reader: _Reader) -> tuple[Response, bool]:
         is_reusable = headers.get("connection", "").lower() != "close"
         if "content-length" in headers:
             length = int(headers["content-length"])
-            if not 0 <= length <= MAX_BODY_BYTES:
+            if not 0 <= length <= MAX_ANSWER_BYTES:
                 raise ConnectionLostError(f"an answer of {length:,} bytes is refused")
             body = reader.exactly(length)
         elif headers.get("transfer-encoding", "").lower() == "chunked":
@@ -132,8 +132,8 @@ def _read_chunked(reader: _Reader) -> bytes:
                 pass
             return b"".join(parts)
         total += size
-        if total > MAX_BODY_BYTES:
-            raise ConnectionLostError(f"an answer over {MAX_BODY_BYTES:,} bytes is refused")
+        if total > MAX_ANSWER_BYTES:
+            raise ConnectionLostError(f"an answer over {MAX_ANSWER_BYTES:,} bytes is refused")
         parts.append(reader.exactly(size))
         if reader.exactly(2) != b"\r\n":
             raise ConnectionLostError("a malformed chunk in the answer")

@@ -16,10 +16,9 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from mnemo.api import MAX_BODY_BYTES
 from mnemo.client.http import ConnectionLostError, NotSentError, UnixHTTP
-from mnemo.client.policy import health_of, timed_out, unavailable
-from mnemo.errors import DaemonError, InputError, TooLargeError, error_from_answer
+from mnemo.client.policy import health_of, timed_out, unavailable, within_cap
+from mnemo.errors import DaemonError, InputError, error_from_answer
 from mnemo.paths import Layout, inputs_digest, layout
 
 if TYPE_CHECKING:
@@ -98,8 +97,4 @@ def _encoded(body: object) -> bytes:
         content = json.dumps(body, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate: bytes the terminal's encoding did not decode
         raise InputError("the input holds text that is not valid Unicode") from None
-    if len(content) > MAX_BODY_BYTES:
-        raise TooLargeError(
-            f"a request of {len(content):,} bytes is over the daemon's {MAX_BODY_BYTES:,} byte limit"
-        )
-    return content
+    return within_cap(content)

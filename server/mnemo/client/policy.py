@@ -1,14 +1,25 @@
-"""What every client does when the daemon does not answer as asked: read its health, and decide
-whether a failed request may be sent again. Standard library only (the command uses it)."""
+"""What every client does around a request: refuse a body the daemon would refuse, read the
+daemon's health, and decide whether a failed request may be sent again. Standard library only
+(the command uses it)."""
 
 from __future__ import annotations
 
 import json
 
+from mnemo.api import MAX_BODY_BYTES
 from mnemo.client.http import ConnectionLostError, NotSentError, TransportError, UnixHTTP
-from mnemo.errors import DaemonError, DaemonUnavailableError
+from mnemo.errors import DaemonError, DaemonUnavailableError, TooLargeError
 
 HEALTH_PATH = "/v1/health"
+
+
+def within_cap(content: bytes) -> bytes:
+    """``content``, or TooLargeError when it is over the daemon's cap on a body: before it is sent."""
+    if len(content) > MAX_BODY_BYTES:
+        raise TooLargeError(
+            f"a request of {len(content):,} bytes is over the daemon's {MAX_BODY_BYTES:,} byte limit"
+        )
+    return content
 
 
 def health_of(http: UnixHTTP, *, timeout_s: float) -> dict[str, object] | None:

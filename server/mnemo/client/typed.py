@@ -20,7 +20,6 @@ import anyio
 import anyio.to_thread
 from pydantic import BaseModel, ValidationError
 
-from mnemo.api import MAX_BODY_BYTES
 from mnemo.api.episodes import AppendRequest, AppendResponse
 from mnemo.api.keep import KeepImportRequest, KeepRequest, KeepResult, KeptSets
 from mnemo.api.memories import ForgetRequest
@@ -31,12 +30,11 @@ from mnemo.api.status import Status
 from mnemo.api.writer import DistillQueued, DistillRequest, JudgeLog
 from mnemo.client.http import ConnectionLostError, NotSentError, UnixHTTP
 from mnemo.client.launcher import ensure_daemon
-from mnemo.client.policy import timed_out, unavailable
+from mnemo.client.policy import timed_out, unavailable, within_cap
 from mnemo.config import Settings
 from mnemo.episodes import AppendResult, EpisodeIn, new_id
 from mnemo.errors import (
     DaemonError,
-    TooLargeError,
     error_from_answer,
 )
 from mnemo.memories import Memory, RememberRequest
@@ -162,9 +160,4 @@ class DaemonClient:
 
 def _encoded(body: BaseModel) -> bytes:
     """``body`` as the request's JSON; TooLargeError past the daemon's cap, before it is sent."""
-    content = body.model_dump_json(exclude_none=True).encode()
-    if len(content) > MAX_BODY_BYTES:
-        raise TooLargeError(
-            f"a request of {len(content):,} bytes is over the daemon's {MAX_BODY_BYTES:,} byte limit"
-        )
-    return content
+    return within_cap(body.model_dump_json(exclude_none=True).encode())
