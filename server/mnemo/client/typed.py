@@ -21,7 +21,7 @@ import anyio.to_thread
 from pydantic import BaseModel, ValidationError
 
 from mnemo.api.episodes import AppendRequest, AppendResponse
-from mnemo.api.keep import KeepImportRequest, KeepRequest, KeepResult, KeptSets
+from mnemo.api.keep import KeepRequest, KeepResult, KeptSets
 from mnemo.api.memories import ForgetRequest
 from mnemo.api.recall import EpisodesResult, RecallEpisodeRequest, RecallRequest, RecallResult
 from mnemo.api.review import ReviewAction, ReviewQueue, ReviewUrl
@@ -130,9 +130,6 @@ class DaemonClient:
     async def keep(self, request: KeepRequest) -> KeepResult:
         # Not idempotent: an add sent twice is harmless, a replace or remove is not.
         return await self._request("POST", f"/v1/keep{self._host}", request, KeepResult, is_idempotent=False)
-
-    async def import_kept(self, request: KeepImportRequest) -> KeepResult:
-        return await self._request("POST", "/v1/keep/import", request, KeepResult)
 
     async def review_queue(
         self, status: str = "candidate", namespace: str | None = None, limit: int = 200
