@@ -14,6 +14,11 @@ expected calibration error (ECE, 10 bins of the top probability), then the TOML 
 the config file (see docs/settings.md, ``calibration``).
 
     python tools/fit_calibration.py labelled.jsonl
+
+``--steps FEATURES.jsonl --family REGEX --fitted-on TEXT`` fits instead the weights of the
+relation asked in steps (:mod:`mnemo.distill.relation`) from the features that
+``tools/eval_writer.py --collect-steps`` writes, prints 5-fold cross-validated and training
+accuracy, and prints the weights file to ship in ``server/mnemo/distill/weights/``.
 """
 
 from __future__ import annotations
@@ -127,12 +132,85 @@ def read(path: Path) -> dict[str, tuple[npt.NDArray[np.float64], npt.NDArray[np.
     return {q: (np.array(lp), np.array(lb, dtype=np.int64)) for q, (lp, lb) in rows.items()}
 
 
+def fit_steps(
+    x: npt.NDArray[np.float64], labels: npt.NDArray[np.int64], l2: float = 0.003
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Weights (features × options) and biases of a multinomial logistic model, L2 on the weights."""
+    n, d = x.shape
+    k = len(QUESTIONS["relation"].options)
+    onehot = np.zeros((n, k))
+    onehot[np.arange(n), labels] = 1.0
+    w, b = np.zeros((d, k)), np.zeros(k)
+
+    def loss(w_: npt.NDArray[np.float64], b_: npt.NDArray[np.float64]) -> float:
+        q = _softmax(x @ w_ + b_)
+        return float(-np.log(q[np.arange(n), labels] + FLOOR).mean() + l2 * (w_**2).sum())
+
+    current, step = loss(w, b), 1.0
+    for _ in range(STEPS):
+        error = (_softmax(x @ w + b) - onehot) / n
+        grad_w, grad_b = x.T @ error + 2 * l2 * w, error.sum(axis=0)
+        while step > 1e-8:
+            trial_w, trial_b = w - step * grad_w, b - step * grad_b
+            trial = loss(trial_w, trial_b)
+            if trial < current:
+                w, b, current = trial_w, trial_b, trial
+                step *= 1.5
+                break
+            step /= 2
+        else:
+            break
+    return w, b - b.mean()
+
+
+def steps_main(path: Path, family: str, fitted_on: str) -> None:
+    from mnemo.distill.relation import FEATURES
+
+    options = list(QUESTIONS["relation"].options)
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    try:
+        x = np.array([[float(r["features"][f]) for f in FEATURES] for r in rows])
+        labels = np.array([options.index(r["label"]) for r in rows], dtype=np.int64)
+    except (KeyError, ValueError, TypeError) as exc:
+        raise SystemExit(f"{path}: not step features ({exc!r})") from None
+    order = np.random.RandomState(0).permutation(len(rows))
+    folds = np.array_split(order, 5)
+    right = 0
+    for i, test in enumerate(folds):
+        train = np.concatenate([f for j, f in enumerate(folds) if j != i])
+        w, b = fit_steps(x[train], labels[train])
+        right += int(((x[test] @ w + b).argmax(axis=1) == labels[test]).sum())
+    w, b = fit_steps(x, labels)
+    fitted = scores(_softmax(x @ w + b), labels)
+    print(
+        f"relation in steps: {len(rows)} pairs; 5-fold accuracy {right / len(rows):.3f}; "
+        f"training accuracy {fitted.accuracy:.3f}, ECE {fitted.ece:.3f}",
+        file=sys.stderr,
+    )
+    weights = {o: [round(float(v), 4) for v in w[:, i]] for i, o in enumerate(options)}
+    out = {
+        "family": family,
+        "fitted_on": fitted_on,
+        "weights": weights,
+        "bias": {o: round(float(b[i]), 4) for i, o in enumerate(options)},
+    }
+    print(json.dumps(out, indent=1))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("labelled", type=Path, help="JSON lines of labelled decisions")
+    parser.add_argument("labelled", type=Path, help="JSON lines of labelled decisions (or step features)")
+    parser.add_argument("--steps", action="store_true", help="fit the relation's step weights")
+    parser.add_argument("--family", default="", help="with --steps: the model names they are for (a regex)")
+    parser.add_argument("--fitted-on", default="", help="with --steps: what they were fitted on")
     args = parser.parse_args()
+    if args.steps:
+        if not args.family:
+            parser.error("--steps needs --family")
+        steps_main(args.labelled, args.family, args.fitted_on)
+        return
     data = read(args.labelled)
     if not data:
         raise SystemExit(f"{args.labelled}: no labelled decisions")

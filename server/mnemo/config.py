@@ -187,6 +187,13 @@ class Settings(BaseModel):
             "answered (the decision is marked uncalibrated)."
         ),
     )
+    light_pass: bool = Field(
+        default=False,
+        description="One closed question before each extraction; skip it when nothing is durable.",
+    )
+    relation_method: Literal["auto", "one", "steps"] = Field(
+        default="auto", description="The judge's relation: one question, in steps (small models), or auto."
+    )
     calibration: dict[str, Calibration] = Field(
         default_factory=dict,
         description=(

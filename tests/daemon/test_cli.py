@@ -52,8 +52,14 @@ def test_status_shows_the_model_and_todays_spend_against_the_cap_never_the_key(h
         "daily_cap": 50000,
         "resumes_at": None,
         "by_model": [],
+        "judging": "relation in one question; calibration: none",
     }
+    assert "judging: relation in one question; calibration: none" in status
     assert "sk-secret-value" not in status + json.dumps(as_json) and "pw@" not in status
+    configured.mnemo("daemon", "stop")
+    small = home.with_env(MNEMO_LLM_URL="http://127.0.0.1:9/v1", MNEMO_LLM_MODEL="qwen2.5-coder:1.5b")
+    judging = json.loads(small.mnemo("status", "--json").stdout)["language_model"]["judging"]
+    assert judging.startswith("relation in steps, weights fitted on tests/data/judge_pairs_fit.jsonl")
 
 
 def test_bad_input_exits_non_zero_with_the_problem_named(home: Home) -> None:

@@ -175,9 +175,12 @@ def test_a_tiny_daily_cap_stops_distillation_until_the_next_day(
     [waiting] = store.started_batches()
     assert waiting.session == "s3" and len(list(store.memories_page("", 10))) == 1
 
+    assert waiting.extraction  # kept before the judge ran: the redo does not extract again
+    extractions = sum("Transcript:\n[s3-0]" in p for p in llm_server.prompts())
     clock.now += timedelta(hours=1, minutes=30)  # the next UTC day
     [resumed] = distiller.recover()
     assert resumed.batch.id == waiting.id and len(resumed.added) == 1
+    assert sum("Transcript:\n[s3-0]" in p for p in llm_server.prompts()) == extractions == 1
     assert sorted(m.what for m in store.memories_page("", 10)) == [
         "Product pages are cached in Redis",
         "The shop is deployed on Tuesdays",

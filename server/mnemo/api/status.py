@@ -37,6 +37,9 @@ class ModelStatus(BaseModel):
     daily_cap: int = Field(description="llm_daily_token_cap (0: none).")
     resumes_at: datetime | None = Field(description="When model work resumes, if today's cap is spent.")
     by_model: list[ModelSpend]
+    judging: str = Field(
+        default="", description="How the judge decides: the relation's method and the calibration in force."
+    )
 
 
 class DistillStatus(BaseModel):

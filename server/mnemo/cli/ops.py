@@ -48,6 +48,8 @@ def _show_model(llm: Doc) -> None:
         return
     cap = f" of {llm['daily_cap']:,}" if llm["daily_cap"] else " (no cap)"
     write(f"model      {llm['model']} at {llm['endpoint']}; today {llm['tokens_today']:,}{cap} tokens")
+    if llm.get("judging"):
+        write(f"           judging: {llm['judging']}")
     if llm["resumes_at"] is not None:
         resumes = when(llm["resumes_at"], "%Y-%m-%d %H:%M")
         write(f"           daily cap reached: model work resumes at {resumes} UTC")

@@ -30,7 +30,7 @@ from mnemo.distill.lease import WriterLease
 from mnemo.distill.llm import LLM
 from mnemo.distill.meter import TokenMeter
 from mnemo.distill.policy import Approval
-from mnemo.distill.writer import BatchResult, Distiller
+from mnemo.distill.writer import BatchResult, Distiller, batch_chars
 from mnemo.errors import MnemoError, TokenCapError
 from mnemo.index.live import RecallEngine
 from mnemo.store import Store
@@ -66,7 +66,14 @@ class DistillLoop:
             self.decisions = DecisionModel(llm, settings)
             approval = Approval.from_settings(settings)
             self._distiller = Distiller(
-                store, engine, llm, self.decisions, lease=self._lease, approval=approval
+                store,
+                engine,
+                llm,
+                self.decisions,
+                lease=self._lease,
+                approval=approval,
+                batch_chars=batch_chars(settings.llm_daily_token_cap),
+                light_pass=settings.light_pass,
             )
         self._requested: list[str] = []
         self._wake = anyio.Event()

@@ -179,6 +179,7 @@ class Daemon:
                 daily_cap=spend.cap,
                 resumes_at=spend.resumes_at,
                 by_model=[ModelSpend(**dataclasses.asdict(u)) for u in spend.by_model],
+                judging=self.distilling.decisions.describe() if self.distilling.decisions else "",
             ),
             distillation=DistillStatus(
                 **dataclasses.asdict(self.distilling.state), failed_batches=failed, last_failure=last_failure

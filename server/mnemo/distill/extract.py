@@ -6,20 +6,24 @@ must be one JSON object, validated with pydantic: a closed set of types, the six
 only when the transcript says so), entities with roles, and source episode ids that must be among
 the ones shown. An unusable answer (no JSON, broken JSON, a wrong type, an unknown id) is sent back
 with the problem named, up to ``ATTEMPTS`` times in all; then :class:`ExtractionError`, and nothing
-is written. Afterwards one rule is applied by code, not left to the model: a decision none of whose
-cited episodes was written by a person is stored as a fact.
+is written. Afterwards two rules are applied by code, not left to the model: a decision none of whose
+cited episodes was written by a person — a person's line that ends by asking does not count — is
+stored as a fact; and a why or how whose words the transcript does not hold is dropped.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from mnemo.distill.guard import overlap
 from mnemo.distill.llm import LLM, Message
 from mnemo.episodes import Episode, Role
 from mnemo.errors import ModelError
@@ -28,6 +32,7 @@ from mnemo.memories import MAX_ENTITIES, MAX_W_CHARS, EntityRef, WText
 from mnemo.validation import describe_validation_error
 from mnemo.vocabulary import MemoryType
 
+logger = logging.getLogger(__name__)
 ATTEMPTS = 3
 MAX_MEMORIES = 20
 EPISODE_CHARS = 4_000  # each episode's share of the transcript; the writer feeds stretches
@@ -111,6 +116,34 @@ def transcript(episodes: Sequence[Episode]) -> str:
     return "\n".join(lines)
 
 
+LIGHT_QUESTION = (
+    "Question: in this transcript, does the person state a decision, a rule, a preference or a fact "
+    "about the project that a later conversation should know? Running tests, small edits and status "
+    "reports do not count. Answer with one word: yes or no."
+)
+
+
+def worth_extracting(llm: LLM, episodes: Sequence[Episode]) -> float:
+    """The light pass: the probability that ``episodes`` hold anything durable, from one closed
+    question read from the first token's log-probabilities (1.0 when the endpoint gives none).
+    It shares the extraction's system prompt and transcript, so the endpoint's prompt cache
+    makes the extraction that may follow no slower."""
+    shown = transcript(episodes)
+    if not shown:
+        return 0.0
+    reply = llm.chat(
+        [Message("system", SYSTEM), Message("user", "Transcript:\n" + shown + "\n\n" + LIGHT_QUESTION)],
+        purpose="extract:light",
+        max_tokens=1,
+        top_logprobs=10,
+    )
+    if reply.top_logprobs is None:
+        return 1.0
+    yes = sum(math.exp(lp) for t, lp in reply.top_logprobs if t.strip(" .").lower() == "yes")
+    no = sum(math.exp(lp) for t, lp in reply.top_logprobs if t.strip(" .").lower() == "no")
+    return 1.0 if yes + no == 0 else yes / (yes + no)
+
+
 def extract(llm: LLM, episodes: Sequence[Episode]) -> list[Draft]:
     """Memories proposed from ``episodes``; raises ExtractionError after ATTEMPTS bad answers."""
     shown = transcript(episodes)
@@ -119,8 +152,9 @@ def extract(llm: LLM, episodes: Sequence[Episode]) -> list[Draft]:
     by_id = {e.id: e for e in episodes}
     messages = [Message("system", SYSTEM), Message("user", "Transcript:\n" + shown)]
     problem = ""
+    schema = answer_schema(list(by_id))
     for _ in range(ATTEMPTS):
-        reply = llm.chat(messages, purpose="extract", max_tokens=MAX_REPLY_TOKENS)
+        reply = llm.chat(messages, purpose="extract", max_tokens=MAX_REPLY_TOKENS, schema=schema)
         try:
             extraction = parse(reply.text, by_id)
         except ValueError as exc:
@@ -134,6 +168,38 @@ def extract(llm: LLM, episodes: Sequence[Episode]) -> list[Draft]:
             continue
         return [_draft(m, by_id) for m in extraction.memories]
     raise ExtractionError(f"the model's extraction was unusable after {ATTEMPTS} attempts: {problem}")
+
+
+def answer_schema(ids: Sequence[str]) -> dict[str, Any]:
+    """The JSON schema of an extraction over episodes ``ids``, for endpoints that constrain their
+    answer to one: the types, the six W, entities and sources among the ids shown. The answer is
+    validated the same way with or without it."""
+    text = {"type": "string", "maxLength": MAX_W_CHARS}
+    entity = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "maxLength": 200},
+            "role": {"type": "string", "maxLength": 60},
+        },
+        "required": ["name", "role"],
+        "additionalProperties": False,
+    }
+    fields: dict[str, Any] = {"type": {"type": "string", "enum": [t.value for t in MemoryType]}}
+    fields |= {w: text for w in ("what", "who", "when", "where", "why", "how")}
+    fields["entities"] = {"type": "array", "items": entity, "maxItems": 8}
+    fields["sources"] = {
+        "type": "array",
+        "items": {"type": "string", "enum": list(ids)},
+        "minItems": 1,
+        "maxItems": 8,
+    }
+    memory = {"type": "object", "properties": fields, "required": list(fields), "additionalProperties": False}
+    return {
+        "type": "object",
+        "properties": {"memories": {"type": "array", "items": memory, "maxItems": MAX_MEMORIES}},
+        "required": ["memories"],
+        "additionalProperties": False,
+    }
 
 
 def parse(text: str, by_id: dict[str, Episode]) -> Extraction:
@@ -158,7 +224,45 @@ def parse(text: str, by_id: dict[str, Episode]) -> Extraction:
 
 
 def _draft(memory: ExtractedMemory, by_id: dict[str, Episode]) -> Draft:
+    # A why or how the transcript does not state is the model's invention: dropped. Stated means
+    # at least a third of its words appear in what was shown (a name, a number, the reason's words).
+    shown = " ".join(e.text for e in by_id.values())
+    unstated = {
+        k: "" for k in ("why", "how") if getattr(memory, k) and overlap(getattr(memory, k), shown) < 1 / 3
+    }
+    if unstated:
+        memory = memory.model_copy(update=unstated)
     human_backed = any(by_id[s].role == Role.USER for s in memory.sources)
-    if memory.type == MemoryType.DECISION and not human_backed:
+    # A person's question ("what could we cache them with?") asks for a decision; it backs none.
+    decided = any(by_id[s].role == Role.USER and not is_question(by_id[s].text) for s in memory.sources)
+    if memory.type == MemoryType.DECISION and not decided:
         return Draft(memory.model_copy(update={"type": MemoryType.FACT}), human_backed, demoted=True)
     return Draft(memory, human_backed, demoted=False)
+
+
+def is_question(text: str) -> bool:
+    """Whether a line ends by asking (its last sentence is a question), in any language."""
+    return strip_injected(text).rstrip().endswith(("?", "？"))
+
+
+def drafts_json(drafts: Sequence[Draft]) -> str:
+    """Drafts as the batch row keeps them (:func:`drafts_from_json` reads them back)."""
+    return json.dumps(
+        [
+            {"memory": d.memory.model_dump(mode="json"), "human_backed": d.human_backed, "demoted": d.demoted}
+            for d in drafts
+        ],
+        ensure_ascii=False,
+    )
+
+
+def drafts_from_json(text: str, batch: str) -> list[Draft] | None:
+    """The drafts a batch kept from an earlier try; None (extract again) if they are unreadable."""
+    try:
+        return [
+            Draft(ExtractedMemory.model_validate(d["memory"]), bool(d["human_backed"]), bool(d["demoted"]))
+            for d in json.loads(text)
+        ]
+    except (ValueError, KeyError, TypeError):
+        logger.warning("batch %s kept an unreadable extraction; extracting again", batch)
+        return None

@@ -156,3 +156,19 @@ def _show(values: set[str]) -> str:
         dimension, _, amount = value.partition(":")
         shown.append(amount + _BASE_UNIT[dimension] if amount else value)
     return ", ".join(shown)
+
+
+_STOP = frozenset(
+    "the and for with are was were been its this that from not "
+    "los las del con por para que una uno son".split()
+)
+
+
+def _stems(text: str) -> set[str]:
+    return {w[:5] for w in re.findall(r"\w+", text.lower()) if len(w) >= 3 and w not in _STOP}
+
+
+def overlap(a: str, b: str) -> float:
+    """The share of the shorter text's words (their first five letters) the other text has too."""
+    left, right = _stems(a), _stems(b)
+    return len(left & right) / max(1, min(len(left), len(right)))

@@ -9,13 +9,15 @@ conversation? does the source back its why? Then, in this order:
 1. useful = no with p ≥ 0.6 → **episodes only**: nothing is stored, the episodes keep it;
 2. a candidate judged *same* with p ≥ 0.6, not vetoed by the guard → **merge**: the new
    memory's episodes are added to that one (the most probable, if several);
-3. candidates judged *updates* or *contradicts* with p ≥ 0.6 → **close**: the new memory is stored
+3. candidates judged *updates* or *contradicts*, with P(updates) + P(contradicts) ≥ 0.6 (either
+   way the old one stops being current) → **close**: the new memory is stored
    and each of them is closed (``closed_by`` the new one, ``valid_to`` its start); the guard
    does not stop this — a changed number is exactly what an update looks like;
 4. otherwise → **add**: the new memory is stored and nothing else changes; a probability below
    0.6 changes nothing ("in doubt, both are kept").
 
-The deterministic guard (:mod:`mnemo.distill.guard`) vetoes *same* whatever the probability:
+The deterministic guard (:mod:`mnemo.distill.guard`), on what the two memories state, vetoes *same*
+whatever the probability:
 "cuts at 120 s" and "cuts at 600 s" are never one memory. why_backed = no with p ≥ 0.6 drops the
 new memory's why (it was not in the source). Everything asked and decided is kept in the
 :class:`Judgement` for the judge table.
@@ -36,10 +38,12 @@ import numpy as np
 from mnemo.distill.decide import DURABLE, RELATION, USEFUL, WHY_BACKED, Decision, DecisionModel
 from mnemo.distill.extract import ExtractedMemory
 from mnemo.distill.guard import GuardVerdict, compare
+from mnemo.distill.relation import ask_in_steps
 from mnemo.embed import Embedder
 from mnemo.memories import Memory
 
 THRESHOLD = 0.6
+CLOSING = frozenset({"updates", "contradicts"})
 MAX_CANDIDATES = 8
 SOURCE_CHARS = 1_500
 FRAGMENT_CHARS = 300
@@ -58,6 +62,12 @@ class Comparison:
     existing_text: str  # as the judge read it
     relation: Decision
     guard: GuardVerdict
+    features: dict[str, float] | None = None  # what a relation asked in steps was combined from
+
+    @property
+    def closing(self) -> float:
+        """The probability that the existing memory stops being current: updated or contradicted."""
+        return sum(self.relation.probabilities.get(r, 0.0) for r in CLOSING)
 
     @property
     def verdict(self) -> tuple[str, float]:
@@ -121,16 +131,7 @@ def judge(
             source=shown_source,
         )
 
-    comparisons = []
-    stored_text = statement(stored.what, stored.why, stored.how)
-    for existing in candidates[:MAX_CANDIDATES]:
-        existing_text = statement(existing.what or existing.content, existing.why, existing.how)
-        pair = f"EXISTING memory: {existing_text}\nNEW memory: {stored_text}"
-        comparisons.append(
-            Comparison(
-                existing.id, existing_text, decisions.ask(RELATION, pair), compare(existing_text, new_text)
-            )
-        )
+    comparisons = [relate(stored, existing, decisions, embedder) for existing in candidates[:MAX_CANDIDATES]]
 
     same = [c for c in comparisons if c.verdict[0] == "same" and c.verdict[1] >= THRESHOLD]
     if same:
@@ -144,11 +145,10 @@ def judge(
             reason=f"the same as {target.existing} (p {target.verdict[1]:.2f})",
             source=shown_source,
         )
-    closing = [
-        c for c in comparisons if c.verdict[0] in {"updates", "contradicts"} and c.verdict[1] >= THRESHOLD
-    ]
+    closing = [c for c in comparisons if c.verdict[0] in CLOSING and c.closing >= THRESHOLD]
     if closing:
         named = ", ".join(f"{c.verdict[0]} {c.existing} (p {c.verdict[1]:.2f})" for c in closing)
+        named += f"; closing p {max(c.closing for c in closing):.2f}"
         return Judgement(
             Action.CLOSE,
             stored,
@@ -170,6 +170,25 @@ def judge(
         reason=reason,
         source=shown_source,
     )
+
+
+def relate(
+    new: ExtractedMemory, existing: Memory, decisions: DecisionModel, embedder: Embedder | None = None
+) -> Comparison:
+    """The relation of ``new`` to one current memory: the decision model's answer (in one question,
+    or in steps for a model family with fitted weights: :mod:`mnemo.distill.relation`), and the
+    guard's verdict on the two texts."""
+    new_text = statement(new.what, new.why, new.how)
+    existing_text = statement(existing.what or existing.content, existing.why, existing.how)
+    # On what each memory states: a why that cites the old value ("with 5 the queue grew") is the
+    # reason for a change, not more detail of the same fact.
+    guard = compare(existing.what or existing.content, new.what)
+    weights = decisions.steps
+    if weights is not None:
+        decision, values = ask_in_steps(decisions, existing_text, new_text, weights, embedder, guard)
+        return Comparison(existing.id, existing_text, decision, guard, values)
+    pair = f"EXISTING memory: {existing_text}\nNEW memory: {new_text}"
+    return Comparison(existing.id, existing_text, decisions.ask(RELATION, pair), guard)
 
 
 def source_fragments(source: str, memory: str, embedder: Embedder | None, limit: int = SOURCE_CHARS) -> str:

@@ -57,6 +57,9 @@ class LLM:
         self._timeout_s = settings.llm_timeout_s
         self._retries = settings.llm_max_retries
         self._meter = meter
+        # Whether the endpoint takes a JSON schema in response_format (llama.cpp's server, OpenAI,
+        # vLLM and Ollama do): unknown until the first call that asks for one.
+        self._takes_schema: bool | None = None
         self._client = openai.OpenAI(
             base_url=settings.llm_url,
             # Local servers (Ollama, llama.cpp) take no key, but the client insists on one.
@@ -75,21 +78,50 @@ class LLM:
         purpose: str,
         max_tokens: int,
         top_logprobs: int = 0,
+        schema: dict[str, Any] | None = None,
     ) -> Reply:
         """One completion at temperature 0; ``top_logprobs`` > 0 asks for the first token's
-        alternatives. Raises TokenCapError when today's cap is spent, ModelError on failure."""
+        alternatives; ``schema`` (a JSON schema) asks the endpoint to constrain the answer to it,
+        where it can — an endpoint that refuses the request with it is asked again without, and
+        not asked with one again (the caller validates the answer either way).
+        Raises TokenCapError when today's cap is spent, ModelError on failure."""
         self._meter.check()
         extra: dict[str, Any] = {}
         if top_logprobs:
             extra = {"logprobs": True, "top_logprobs": min(top_logprobs, MAX_TOP_LOGPROBS)}
+        if schema is not None and self._takes_schema is not False:
+            extra["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": purpose.replace(":", "_"), "schema": schema, "strict": True},
+            }
         try:
-            response = self._client.chat.completions.create(
+            response = self._create(messages, max_tokens, extra)
+        except openai.BadRequestError:
+            logger.info(
+                "the model at %s refused a JSON schema; asking without one from now on", self.endpoint
+            )
+            self._takes_schema = False
+            del extra["response_format"]
+            response = self._create(messages, max_tokens, extra)
+        if "response_format" in extra:
+            self._takes_schema = True
+        return self._reply(response, messages, purpose, top_logprobs)
+
+    def _create(self, messages: Sequence[Message], max_tokens: int, extra: dict[str, Any]) -> Any:
+        """The endpoint's response; ModelError naming what failed — except a refused request that
+        carried a JSON schema, raised as it is for chat() to ask again without."""
+        try:
+            return self._client.chat.completions.create(
                 model=self.model,
                 messages=[{"role": m.role, "content": redact(m.content)} for m in messages],  # type: ignore[misc]
                 max_tokens=max_tokens,
                 temperature=0,
                 **extra,
             )
+        except openai.BadRequestError as exc:
+            if "response_format" in extra and self._takes_schema is None:
+                raise
+            raise self._status_error(exc) from None
         except openai.APITimeoutError:
             raise ModelError(
                 f"the model at {self.endpoint} did not answer within {self._timeout_s:g} s "
@@ -101,11 +133,16 @@ class LLM:
                 f"cannot reach the model at {self.endpoint} (tried {self._retries + 1} times): {reason}"
             ) from None
         except openai.APIStatusError as exc:
-            raise ModelError(
-                f"the model at {self.endpoint} answered HTTP {exc.status_code}: {_short(exc.message)}"
-            ) from None
+            raise self._status_error(exc) from None
         except openai.OpenAIError as exc:
             raise ModelError(f"calling the model at {self.endpoint} failed: {_short(str(exc))}") from None
+
+    def _status_error(self, exc: openai.APIStatusError) -> ModelError:
+        return ModelError(
+            f"the model at {self.endpoint} answered HTTP {exc.status_code}: {_short(exc.message)}"
+        )
+
+    def _reply(self, response: Any, messages: Sequence[Message], purpose: str, top_logprobs: int) -> Reply:
         if not response.choices:
             raise ModelError(f"the model at {self.endpoint} answered with no choices")
         choice = response.choices[0]

@@ -14,6 +14,10 @@ A batch is a pinned stretch of one session's episodes past its cursor, in arriva
 With a :class:`~mnemo.distill.lease.WriterLease`, it is renewed before each memory is judged and
 checked right before step 3: a writer that lost it writes nothing and the batch stays started.
 
+The extraction is kept in the batch row before the judge runs, so a batch redone after a spent
+token cap or a stop judges the same drafts without asking the model again; under a small daily cap
+batches are smaller (:func:`batch_chars`), so one never needs more than a day's budget.
+
 A writer stopped anywhere redoes its *started* batches first: one whose rows are in the store is
 only marked done; one whose rows are not is redone over the same episodes. An extraction the model
 keeps getting wrong marks the batch *failed* (shown by `mnemo status`; its episodes stay searchable)
@@ -34,8 +38,16 @@ import numpy as np
 
 from mnemo.clock import utc_now
 from mnemo.distill.decide import Decision, DecisionModel
-from mnemo.distill.extract import Draft, ExtractionError, extract, transcript
-from mnemo.distill.judge import Action, Judgement, judge
+from mnemo.distill.extract import (
+    Draft,
+    ExtractionError,
+    drafts_from_json,
+    drafts_json,
+    extract,
+    transcript,
+    worth_extracting,
+)
+from mnemo.distill.judge import THRESHOLD, Action, Judgement, judge
 from mnemo.distill.lease import LeaseLostError, WriterLease
 from mnemo.distill.llm import LLM
 from mnemo.distill.policy import Approval, is_tool_only
@@ -54,6 +66,15 @@ BATCH_EPISODES = 200
 BATCH_CHARS = 40_000
 
 
+def batch_chars(daily_token_cap: int) -> int:
+    """How much of a session one batch takes: BATCH_CHARS, less under a small daily token cap, so
+    that a batch's extraction (about 4 characters a token, plus the reply and the judge's
+    questions) fits in one day's budget rather than never finishing."""
+    if daily_token_cap <= 0:
+        return BATCH_CHARS
+    return max(2_000, min(BATCH_CHARS, daily_token_cap))
+
+
 @dataclass
 class BatchResult:
     batch: Batch
@@ -63,6 +84,7 @@ class BatchResult:
     episodes_only: int = 0
     demoted: int = 0
     was_applied_before: bool = False
+    quiet: bool = False  # the light pass found nothing durable: no extraction
 
 
 class Distiller:
@@ -77,12 +99,16 @@ class Distiller:
         clock: Callable[[], datetime] = utc_now,
         lease: WriterLease | None = None,
         approval: Approval | None = None,
+        batch_chars: int = BATCH_CHARS,
+        light_pass: bool = False,
     ) -> None:
         self._store = store
+        self._batch_chars = batch_chars
         self._approval = approval or Approval()
         self._engine = engine
         self._llm = llm
         self._decisions = decisions
+        self._light_pass = light_pass
         self._embedder: Embedder | None = engine.embedder
         self._clock = clock
         self._lease = lease
@@ -103,7 +129,7 @@ class Distiller:
         chars, taken = 0, 0
         for episode in episodes:
             chars += len(episode.text)
-            if taken and chars > BATCH_CHARS:
+            if taken and chars > self._batch_chars:
                 break
             taken += 1
         if not taken:
@@ -135,12 +161,22 @@ class Distiller:
             (batch.last_received, batch.last_episode),
         )
         conversation = sorted(episodes, key=lambda e: (e.turn if e.turn is not None else -1, e.time, e.id))
-        try:
-            drafts = extract(self._llm, conversation)
-        except ExtractionError as exc:
-            logger.warning("distilling session %s failed: %s", batch.session, exc)
-            self._finish(batch, "failed", error=str(exc))
-            return BatchResult(batch)
+        drafts = drafts_from_json(batch.extraction, batch.id) if batch.extraction else None
+        if drafts is None and self._light_pass and worth_extracting(self._llm, conversation) < 1 - THRESHOLD:
+            # The light pass: a quiet stretch (test runs, small edits) costs one closed question.
+            logger.info("batch %s: nothing durable by the light pass; no extraction", batch.id)
+            self._finish(batch, "done")
+            return BatchResult(batch, quiet=True)
+        if drafts is None:
+            try:
+                drafts = extract(self._llm, conversation)
+            except ExtractionError as exc:
+                logger.warning("distilling session %s failed: %s", batch.session, exc)
+                self._finish(batch, "failed", error=str(exc))
+                return BatchResult(batch)
+            # Kept before judging: a batch redone (a spent cap, a stop) does not extract twice.
+            batch = replace(batch, extraction=drafts_json(drafts))
+            self._store.put_batch(batch, self._clock())
         result = BatchResult(batch)
         by_id = {e.id: e for e in episodes}
         pending: dict[str, Memory] = {}  # id → the version this batch will write
@@ -318,6 +354,7 @@ class Distiller:
                     "existing_text": c.existing_text,
                     "relation": shown(c.relation),
                     "guard": list(c.guard.reasons),
+                    **({"steps": {k: round(v, 4) for k, v in c.features.items()}} if c.features else {}),
                 }
                 for c in verdict.comparisons
             ],

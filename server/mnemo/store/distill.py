@@ -35,6 +35,7 @@ class Batch:
     status: BatchStatus
     error: str = ""
     memories: int = 0
+    extraction: str = ""  # the validated extraction (JSON), once the model has given it
     updated_at: datetime | None = None
 
     @property

@@ -269,4 +269,13 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        8,
+        "a batch keeps its extraction",
+        (
+            # The model's validated extraction (JSON), stored before the judge runs: a batch redone
+            # after a spent token cap or a stop judges it again without extracting twice.
+            "ALTER TABLE distill_batches ADD COLUMN IF NOT EXISTS extraction String DEFAULT ''",
+        ),
+    ),
 )

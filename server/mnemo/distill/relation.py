@@ -1,0 +1,131 @@
+"""The relation of a new memory to an existing one, asked in steps: for small models.
+
+A large model answers the judge's four-way question (same, updates, contradicts, unrelated) well
+in one go (:data:`mnemo.distill.decide.RELATION`). A 1.5B model does not: its four-way answers are
+little better than its prior for a position. It does answer narrower questions well — "do both say
+the same, with the same values?" separates *same* from the rest with an AUC of about 0.94 — so
+for a model family with fitted weights the relation is asked in steps:
+
+- four yes/no questions (about the same thing? the same, with the same values? changed since?
+  says the old one is wrong?) and the four-way question answered by word, each read from the
+  first token's log-probabilities;
+- four signals that need no model: the deterministic guard's conflict
+  (:mod:`mnemo.distill.guard`), the two texts' embedding cosine, the share of words they have in
+  common, and whether the new text words a correction ("wrong", "never", "en realidad") or a
+  change ("now", "moved", "ya no");
+
+and a multinomial logistic model over those features, fitted on labelled pairs by
+``tools/fit_calibration.py --steps`` and shipped per model family (``weights/*.json``), turns them
+into the four probabilities. The guard still vetoes *same* afterwards, and the 0.6 rule still
+applies: this replaces only how the relation's probabilities are obtained.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+from mnemo.distill.decide import RELATION, ClosedQuestion, Decision, DecisionModel
+from mnemo.distill.guard import GuardVerdict, overlap
+from mnemo.distill.weights import StepWeights
+from mnemo.embed import Embedder
+
+
+def _yes_no(qid: str, text: str) -> ClosedQuestion:
+    return ClosedQuestion(qid, text, ("yes", "no"), ("yes", "no"), by_word=True)
+
+
+ABOUT = _yes_no(
+    "relation_about", "Are both notes about the same thing (the same setting, component, rule or choice)?"
+)
+SAME = _yes_no("relation_same", "Do both notes say the same thing, with the same values?")
+CHANGED = _yes_no(
+    "relation_changed", "Does the NEW note say that something changed since the EXISTING note was written?"
+)
+WRONG = _yes_no("relation_wrong", "Does the NEW note say the EXISTING note is wrong or was never true?")
+WORD = ClosedQuestion(
+    "relation_word",
+    "Which word describes the NEW note?",
+    RELATION.options,
+    (
+        "same - it says the same thing as the EXISTING note, perhaps in other words or another language",
+        "updates - the same thing has changed since: the NEW note gives its newer state",
+        "contradicts - the NEW note says the EXISTING note is wrong",
+        "unrelated - it is about something else, or both can be true at once",
+    ),
+    by_word=True,
+)
+STEPS = (ABOUT, SAME, CHANGED, WRONG)
+
+_CORRECTION = re.compile(
+    r"\b(wrong|incorrect|never|actually|in fact|mistaken|mistake|not true|contrary|erroneous|"
+    r"equivocad[oa]s?|incorrect[oa]s?|nunca|en realidad|no es cierto|falso|err[oó]ne[oa]|se equivoca\w*)\b",
+    re.IGNORECASE,
+)
+_CHANGE = re.compile(
+    r"\b(now|move|moves|moved|switched|since|from now on|no longer|replaced|bumped|raised|lowered|upgraded|"
+    r"migrated|changed|anymore|ahora|pasamos|pasa|pasan|ya no|desde|cambi\w+|sub\w+ a|migr\w+|reemplaz\w+)\b",
+    re.IGNORECASE,
+)
+FEATURES = (
+    "about", "same", "changed", "wrong",
+    "word_same", "word_updates", "word_contradicts", "word_unrelated",
+    "guard", "cosine", "cue_correction", "cue_change", "overlap",
+)  # fmt: skip
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-4), 1 - 1e-4)
+    return math.log(p / (1 - p))
+
+
+def features(
+    decisions: DecisionModel, existing: str, new: str, embedder: Embedder | None, guard: GuardVerdict
+) -> tuple[dict[str, float], list[Decision]]:
+    """The features of one pair of statements (see FEATURES) given the guard's verdict on their
+    *what*, and the decisions asked for them."""
+    context = f"EXISTING note: {existing}\nNEW note: {new}"
+    asked = [decisions.ask(q, context) for q in (*STEPS, WORD)]
+    out = {
+        name: _logit(d.raw["yes"])
+        for name, d in zip(("about", "same", "changed", "wrong"), asked, strict=False)
+    }
+    word = asked[-1].raw
+    out |= {f"word_{o}": math.log(max(word[o], 1e-6)) for o in RELATION.options}
+    out["guard"] = float(guard.blocks)
+    cosine = 0.0
+    if embedder is not None:
+        vectors = embedder.embed_documents([existing, new])
+        cosine = float(vectors[0] @ vectors[1])
+    out["cosine"] = 5 * cosine  # on the scale of the log-odds beside it
+    out["cue_correction"] = float(bool(_CORRECTION.search(new)))
+    out["cue_change"] = float(bool(_CHANGE.search(new)))
+    out["overlap"] = 3 * overlap(existing, new)
+    return out, asked
+
+
+def combine(values: dict[str, float], weights: StepWeights) -> dict[str, float]:
+    x = np.array([values[f] for f in FEATURES])
+    logits = {o: float(np.dot(weights.weights[o], x) + weights.bias[o]) for o in RELATION.options}
+    top = max(logits.values())
+    exp = {o: math.exp(v - top) for o, v in logits.items()}
+    total = sum(exp.values())
+    return {o: v / total for o, v in exp.items()}
+
+
+def ask_in_steps(
+    decisions: DecisionModel,
+    existing: str,
+    new: str,
+    weights: StepWeights,
+    embedder: Embedder | None,
+    guard: GuardVerdict,
+) -> tuple[Decision, dict[str, float]]:
+    """The relation as a Decision (method ``steps``; its ``raw`` is the model's own four-way
+    answer by word, before the fitted combination), and the features it was combined from."""
+    values, asked = features(decisions, existing, new, embedder, guard)
+    probabilities = combine(values, weights)
+    answered = max(probabilities, key=lambda o: probabilities[o])
+    return Decision(RELATION.id, probabilities, dict(asked[-1].raw), answered, "steps", True), values
