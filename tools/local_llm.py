@@ -7,7 +7,7 @@ is llama.cpp's own ``llama-server``, built with cmake from the llama.cpp source 
 llama-cpp-python's sdist vendors, with the CPU flags that work on every x86-64 seen here (the
 default, native build crashes on some). ``--server python`` runs llama-cpp-python's server
 instead (built with the same flags), which gives log-probabilities only with ``logits_all`` and is
-several times slower at reading prompts (docs/benchmarks.md).
+slower: a judge question took 1.8× as long here (docs/benchmarks.md).
 
     python tools/local_llm.py fetch            # the model, verified
     python tools/local_llm.py build            # llama-server (about 5 minutes on 2 cores)
