@@ -63,8 +63,8 @@ class ClosedQuestion:
         return "\n".join(lines)
 
 
-def _yes_no(qid: str, text: str) -> ClosedQuestion:
-    return ClosedQuestion(qid, text, ("yes", "no"), ("yes", "no"))
+def yes_no(qid: str, text: str, *, by_word: bool = False) -> ClosedQuestion:
+    return ClosedQuestion(qid, text, ("yes", "no"), ("yes", "no"), by_word=by_word)
 
 
 # Every closed question mnemo asks; calibration settings are keyed by these ids.
@@ -79,11 +79,11 @@ RELATION = ClosedQuestion(
         "unrelated: they are about different things, or both can be true at once",
     ),
 )
-DURABLE = _yes_no("durable", "Will the NEW memory still be true in a month?")
-USEFUL = _yes_no("useful", "Would the NEW memory help a later conversation about this work?")
-WHY_BACKED = _yes_no("why_backed", "Does the SOURCE text back the NEW memory's why (or does it give no why)?")
+DURABLE = yes_no("durable", "Will the NEW memory still be true in a month?")
+USEFUL = yes_no("useful", "Would the NEW memory help a later conversation about this work?")
+WHY_BACKED = yes_no("why_backed", "Does the SOURCE text back the NEW memory's why (or does it give no why)?")
 # The usage audit (mnemo.usage.audit): did a turn's answer use a memory injected before it?
-USED = _yes_no(
+USED = yes_no(
     "used",
     "Did the ANSWER use the MEMORY: rely on it, follow it, or repeat what it says?",
 )
@@ -131,7 +131,6 @@ class DecisionModel:
                     f"options: {', '.join(questions[qid].options)}"
                 )
         self._llm = llm
-        self.model = llm.model
         # The relation asked in steps, with its family's fitted weights (mnemo.distill.relation);
         # such a small model also answers every closed question by word, not by letter.
         self.steps = None if settings.relation_method == "one" else weights_for(llm.model)

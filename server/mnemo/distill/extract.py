@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from mnemo.distill.decide import option_probabilities, yes_no
 from mnemo.distill.guard import overlap
 from mnemo.distill.llm import LLM, Message
 from mnemo.episodes import Episode, Role
@@ -121,6 +121,7 @@ LIGHT_QUESTION = (
     "about the project that a later conversation should know? Running tests, small edits and status "
     "reports do not count. Answer with one word: yes or no."
 )
+_LIGHT = yes_no("light", LIGHT_QUESTION, by_word=True)  # its answer read as the decision model's are
 
 
 def worth_extracting(llm: LLM, episodes: Sequence[Episode]) -> float:
@@ -137,11 +138,8 @@ def worth_extracting(llm: LLM, episodes: Sequence[Episode]) -> float:
         max_tokens=1,
         top_logprobs=10,
     )
-    if reply.top_logprobs is None:
-        return 1.0
-    yes = sum(math.exp(lp) for t, lp in reply.top_logprobs if t.strip(" .").lower() == "yes")
-    no = sum(math.exp(lp) for t, lp in reply.top_logprobs if t.strip(" .").lower() == "no")
-    return 1.0 if yes + no == 0 else yes / (yes + no)
+    answer = None if reply.top_logprobs is None else option_probabilities(reply.top_logprobs, _LIGHT)
+    return 1.0 if answer is None else answer["yes"]
 
 
 def extract(llm: LLM, episodes: Sequence[Episode]) -> list[Draft]:

@@ -27,24 +27,25 @@ import re
 
 import numpy as np
 
-from mnemo.distill.decide import RELATION, ClosedQuestion, Decision, DecisionModel
+from mnemo.distill.decide import RELATION, ClosedQuestion, Decision, DecisionModel, yes_no
 from mnemo.distill.guard import GuardVerdict, overlap
 from mnemo.distill.weights import StepWeights
 from mnemo.embed import Embedder
 
-
-def _yes_no(qid: str, text: str) -> ClosedQuestion:
-    return ClosedQuestion(qid, text, ("yes", "no"), ("yes", "no"), by_word=True)
-
-
-ABOUT = _yes_no(
-    "relation_about", "Are both notes about the same thing (the same setting, component, rule or choice)?"
+ABOUT = yes_no(
+    "relation_about",
+    "Are both notes about the same thing (the same setting, component, rule or choice)?",
+    by_word=True,
 )
-SAME = _yes_no("relation_same", "Do both notes say the same thing, with the same values?")
-CHANGED = _yes_no(
-    "relation_changed", "Does the NEW note say that something changed since the EXISTING note was written?"
+SAME = yes_no("relation_same", "Do both notes say the same thing, with the same values?", by_word=True)
+CHANGED = yes_no(
+    "relation_changed",
+    "Does the NEW note say that something changed since the EXISTING note was written?",
+    by_word=True,
 )
-WRONG = _yes_no("relation_wrong", "Does the NEW note say the EXISTING note is wrong or was never true?")
+WRONG = yes_no(
+    "relation_wrong", "Does the NEW note say the EXISTING note is wrong or was never true?", by_word=True
+)
 WORD = ClosedQuestion(
     "relation_word",
     "Which word describes the NEW note?",
