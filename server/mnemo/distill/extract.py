@@ -23,7 +23,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mnemo.distill.decide import option_probabilities, yes_no
-from mnemo.distill.guard import overlap
+from mnemo.distill.guard import overlap, words
 from mnemo.distill.llm import LLM, Message
 from mnemo.episodes import Episode, Role
 from mnemo.errors import ModelError
@@ -164,7 +164,8 @@ def extract(llm: LLM, episodes: Sequence[Episode]) -> list[Draft]:
                 ),
             ]
             continue
-        return [_draft(m, by_id) for m in extraction.memories]
+        shown_words = words(" ".join(e.text for e in by_id.values()))
+        return [_draft(m, by_id, shown_words) for m in extraction.memories]
     raise ExtractionError(f"the model's extraction was unusable after {ATTEMPTS} attempts: {problem}")
 
 
@@ -221,10 +222,9 @@ def parse(text: str, by_id: dict[str, Episode]) -> Extraction:
     return extraction
 
 
-def _draft(memory: ExtractedMemory, by_id: dict[str, Episode]) -> Draft:
+def _draft(memory: ExtractedMemory, by_id: dict[str, Episode], shown: frozenset[str]) -> Draft:
     # A why or how the transcript does not state is the model's invention: dropped. Stated means
     # at least a third of its words appear in what was shown (a name, a number, the reason's words).
-    shown = " ".join(e.text for e in by_id.values())
     unstated = {
         k: "" for k in ("why", "how") if getattr(memory, k) and overlap(getattr(memory, k), shown) < 1 / 3
     }

@@ -164,11 +164,15 @@ _STOP = frozenset(
 )
 
 
-def _stems(text: str) -> set[str]:
-    return {w[:5] for w in re.findall(r"\w+", text.lower()) if len(w) >= 3 and w not in _STOP}
+def words(text: str) -> frozenset[str]:
+    """A text's words as :func:`overlap` compares them: their first five letters, short ones and a
+    few function words left out."""
+    return frozenset(w[:5] for w in re.findall(r"\w+", text.lower()) if len(w) >= 3 and w not in _STOP)
 
 
-def overlap(a: str, b: str) -> float:
-    """The share of the shorter text's words (their first five letters) the other text has too."""
-    left, right = _stems(a), _stems(b)
+def overlap(a: str | frozenset[str], b: str | frozenset[str]) -> float:
+    """The share of the shorter text's words the other text has too (either given as text or as
+    its :func:`words`, for a text compared many times)."""
+    left = words(a) if isinstance(a, str) else a
+    right = words(b) if isinstance(b, str) else b
     return len(left & right) / max(1, min(len(left), len(right)))
