@@ -20,7 +20,7 @@ from mnemo.distill.decide import DecisionModel
 from mnemo.distill.llm import LLM
 from mnemo.distill.meter import TokenMeter
 from mnemo.distill.writer import Distiller
-from mnemo.embed import load_embedder
+from mnemo.embed import Embedder
 from mnemo.episodes import EpisodeIn, EpisodeIntake, Role
 from mnemo.index.live import RecallEngine
 from mnemo.memories import Memory
@@ -77,6 +77,11 @@ def load_scenarios(path: Path) -> list[dict[str, Any]]:
     return scenarios
 
 
+def _prefix(scenario: dict[str, Any]) -> str:
+    """The scenario's name as its episode ids start with it."""
+    return re.sub(r"[^A-Za-z0-9._-]", "-", scenario["name"])
+
+
 def _matches(memory: Memory, words: Sequence[str]) -> bool:
     """Every word (``a|b`` meaning either) appears in the memory's what, why, how or where."""
     text = " ".join((memory.what, memory.why, memory.how, memory.where)).lower()
@@ -85,11 +90,17 @@ def _matches(memory: Memory, words: Sequence[str]) -> bool:
 
 class ScenarioRun:
     def __init__(
-        self, settings: Settings, store: ClickHouseStore, llm: LLM, meter: TokenMeter, verbose: bool
+        self,
+        settings: Settings,
+        store: ClickHouseStore,
+        llm: LLM,
+        meter: TokenMeter,
+        embedder: Embedder | None,
+        verbose: bool,
     ) -> None:
         self.store = store
         self.meter = meter
-        self.engine = RecallEngine(load_embedder(settings))
+        self.engine = RecallEngine(embedder)
         self.distiller = Distiller(store, self.engine, llm, DecisionModel(llm, settings))
         self.intake = EpisodeIntake(
             max_chars=100_000, default_namespace="workspace:eval", redactor=SecretRedactor()
@@ -99,9 +110,8 @@ class ScenarioRun:
     def replay(self, scenario: dict[str, Any]) -> list[dict[str, Any]]:
         """Store and distil every session; one row per session with its model time and tokens."""
         rows = []
-        prefix = re.sub(r"[^A-Za-z0-9._-]", "-", scenario["name"])
         for session in scenario["sessions"]:
-            name = f"{prefix}.{session['name']}"
+            name = f"{_prefix(scenario)}.{session['name']}"
             episodes = [
                 self.intake.accept(
                     EpisodeIn(
@@ -166,11 +176,12 @@ class ScenarioRun:
     def memories(self, namespace: str) -> list[Memory]:
         return [m for m in self.store.memories_page("", 100_000) if m.namespace == namespace]
 
-    def check(self, scenario: dict[str, Any], check: dict[str, Any]) -> tuple[bool, str]:
-        """Whether a check holds, and what was found."""
+    def check(
+        self, scenario: dict[str, Any], check: dict[str, Any], memories: Sequence[Memory]
+    ) -> tuple[bool, str]:
+        """Whether a check holds over the scenario's ``memories``, and what was found."""
         namespace = scenario.get("namespace", "workspace:eval")
         now = START + timedelta(days=scenario.get("at_day", max(s["day"] for s in scenario["sessions"]) + 1))
-        memories = self.memories(namespace)
         opened = [m for m in memories if m.status in OPEN]
         if "recall" in check:
             found = self.engine.search_memories(
@@ -206,8 +217,7 @@ class ScenarioRun:
                 and not (unless and _matches(m, [unless]))
             ]
             return not found, f"decisions: {[m.what for m in found][:2]}"
-        prefix = re.sub(r"[^A-Za-z0-9._-]", "-", scenario["name"])
-        sessions = {f"{prefix}.{s}." for s in check["no_memory_from"]}
+        sessions = {f"{_prefix(scenario)}.{s}." for s in check["no_memory_from"]}
         found = [m for m in opened if any(src.startswith(tuple(sessions)) for src in m.sources)]
         return not found, f"memories: {[m.what for m in found][:3]}"
 
@@ -218,26 +228,25 @@ def run_scenarios(
     store: ClickHouseStore,
     llm: LLM,
     meter: TokenMeter,
+    embedder: Embedder | None,
     *,
     verbose: bool,
 ) -> dict[str, Any]:
-    run = ScenarioRun(settings, store, llm, meter, verbose)
+    run = ScenarioRun(settings, store, llm, meter, embedder, verbose)
     sessions: list[dict[str, Any]] = []
     checks: list[dict[str, Any]] = []
     for scenario in scenarios:
         for row in run.replay(scenario):
             sessions.append({"scenario": scenario["name"], **row})
+        memories = run.memories(scenario.get("namespace", "workspace:eval"))
         for check in scenario.get("checks", []):
-            ok, found = run.check(scenario, check)
+            ok, found = run.check(scenario, check, memories)
             label = check.get("label") or json.dumps(
                 {k: v for k, v in check.items() if k != "label"}, ensure_ascii=False
             )
             checks.append({"scenario": scenario["name"], "label": label, "ok": ok, "found": found})
         # The rule the writer must keep whatever the model says: a decision cites a person's line.
-        namespace = scenario.get("namespace", "workspace:eval")
-        unbacked = [
-            m.what for m in run.memories(namespace) if m.type.value == "decision" and not m.has_human_backing
-        ]
+        unbacked = [m.what for m in memories if m.type.value == "decision" and not m.has_human_backing]
         checks.append(
             {
                 "scenario": scenario["name"],

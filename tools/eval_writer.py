@@ -150,7 +150,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     print_pair_metrics(metrics)
                 failed += missed_targets(metrics)
             if scenarios:
-                checks = run_scenarios(scenarios, settings, store, llm, meter, verbose=not args.json)
+                checks = run_scenarios(
+                    scenarios, settings, store, llm, meter, embedder, verbose=not args.json
+                )
                 out["scenarios"] = checks
                 if not args.json:
                     print_scenario_results(checks)
