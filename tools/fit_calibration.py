@@ -27,6 +27,7 @@ import argparse
 import json
 import sys
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,37 +61,54 @@ def _softmax(z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return out
 
 
-def fit(log_p: npt.NDArray[np.float64], labels: npt.NDArray[np.int64], options: list[str]) -> Fit:
-    """Inverse temperature and biases minimising the mean NLL (+ L2 on the biases)."""
-    n, k = log_p.shape
-    onehot = np.zeros((n, k))
-    onehot[np.arange(n), labels] = 1.0
-    slope, bias = 1.0, np.zeros(k)
+Arrays = tuple[npt.NDArray[np.float64], ...]
 
-    def loss(s: float, b: npt.NDArray[np.float64]) -> float:
-        q = _softmax(s * log_p + b)
-        return float(-np.log(q[np.arange(n), labels] + FLOOR).mean() + L2 * (b**2).sum())
 
-    current = loss(slope, bias)
-    step = 1.0
+def _descend(
+    loss: Callable[[Arrays], float],
+    gradient: Callable[[Arrays], Arrays],
+    start: Arrays,
+    project: Callable[[Arrays], Arrays] = lambda p: p,
+) -> Arrays:
+    """Gradient descent with backtracking: each step shrinks until the loss goes down, then grows;
+    ``project`` keeps the parameters where they are allowed."""
+    params, current, step = start, loss(start), 1.0
     for _ in range(STEPS):
-        q = _softmax(slope * log_p + bias)
-        error = (q - onehot) / n
-        grad_s = float((error * log_p).sum())
-        grad_b = error.sum(axis=0) + 2 * L2 * bias
-        while step > 1e-8:  # backtracking: shrink the step until the loss goes down
-            s_new = max(0.01, slope - step * grad_s)
-            b_new = bias - step * grad_b
-            trial = loss(s_new, b_new)
-            if trial < current:
-                slope, bias, current = s_new, b_new, trial
+        grad = gradient(params)
+        while step > 1e-8:
+            trial = project(tuple(p - step * g for p, g in zip(params, grad, strict=True)))
+            trial_loss = loss(trial)
+            if trial_loss < current:
+                params, current = trial, trial_loss
                 step *= 1.5
                 break
             step /= 2
         else:
             break
-    bias -= bias.mean()  # only differences between options matter
-    return Fit(1.0 / slope, {o: float(b) for o, b in zip(options, bias, strict=True)})
+    return params
+
+
+def fit(log_p: npt.NDArray[np.float64], labels: npt.NDArray[np.int64], options: list[str]) -> Fit:
+    """Inverse temperature and biases minimising the mean NLL (+ L2 on the biases)."""
+    n, k = log_p.shape
+    onehot = np.zeros((n, k))
+    onehot[np.arange(n), labels] = 1.0
+
+    def loss(params: Arrays) -> float:
+        s, b = params
+        q = _softmax(s * log_p + b)
+        return float(-np.log(q[np.arange(n), labels] + FLOOR).mean() + L2 * (b**2).sum())
+
+    def gradient(params: Arrays) -> Arrays:
+        s, b = params
+        error = (_softmax(s * log_p + b) - onehot) / n
+        return np.array((error * log_p).sum()), error.sum(axis=0) + 2 * L2 * b
+
+    slope, bias = _descend(
+        loss, gradient, (np.array(1.0), np.zeros(k)), lambda p: (np.maximum(0.01, p[0]), p[1])
+    )
+    bias = bias - bias.mean()  # only differences between options matter
+    return Fit(1.0 / float(slope), {o: float(b) for o, b in zip(options, bias, strict=True)})
 
 
 def scores(p: npt.NDArray[np.float64], labels: npt.NDArray[np.int64]) -> Scores:
@@ -140,26 +158,18 @@ def fit_steps(
     k = len(QUESTIONS["relation"].options)
     onehot = np.zeros((n, k))
     onehot[np.arange(n), labels] = 1.0
-    w, b = np.zeros((d, k)), np.zeros(k)
 
-    def loss(w_: npt.NDArray[np.float64], b_: npt.NDArray[np.float64]) -> float:
-        q = _softmax(x @ w_ + b_)
-        return float(-np.log(q[np.arange(n), labels] + FLOOR).mean() + l2 * (w_**2).sum())
+    def loss(params: Arrays) -> float:
+        w, b = params
+        q = _softmax(x @ w + b)
+        return float(-np.log(q[np.arange(n), labels] + FLOOR).mean() + l2 * (w**2).sum())
 
-    current, step = loss(w, b), 1.0
-    for _ in range(STEPS):
+    def gradient(params: Arrays) -> Arrays:
+        w, b = params
         error = (_softmax(x @ w + b) - onehot) / n
-        grad_w, grad_b = x.T @ error + 2 * l2 * w, error.sum(axis=0)
-        while step > 1e-8:
-            trial_w, trial_b = w - step * grad_w, b - step * grad_b
-            trial = loss(trial_w, trial_b)
-            if trial < current:
-                w, b, current = trial_w, trial_b, trial
-                step *= 1.5
-                break
-            step /= 2
-        else:
-            break
+        return x.T @ error + 2 * l2 * w, error.sum(axis=0)
+
+    w, b = _descend(loss, gradient, (np.zeros((d, k)), np.zeros(k)))
     return w, b - b.mean()
 
 
