@@ -1,5 +1,7 @@
 """Extraction through the real openai client against the scripted server: validation, bounded
-retries, mnemo's injected blocks never reaching the model, and the human-backing rule."""
+retries, mnemo's injected blocks never reaching the model, the human-backing rule (a person's
+question backs nothing), a JSON schema asked for where the endpoint takes one (and not again
+where it refuses it), and a why or how the transcript does not state dropped."""
 
 from __future__ import annotations
 
@@ -161,3 +163,66 @@ def test_the_transcript_cuts_long_episodes_and_skips_empty_ones() -> None:
     )
     shown = transcript(episodes)
     assert shown.startswith("[ep_1] person (ana): xxx") and shown.endswith("…[cut]") and "ep_2" not in shown
+
+
+REDIS = {"type": "decision", "what": "Product pages are cached in Redis", "sources": ["ep_1", "ep_2"]}
+
+
+def test_the_extraction_asks_for_its_json_schema_with_the_shown_ids_as_the_only_sources(
+    home: Home, llm_server: LLMServer, store: ClickHouseStore
+) -> None:
+    llm_server.answer(contains="Transcript:", text=json.dumps({"memories": [REDIS]}))
+    extract(_llm(home, llm_server, store), CACHE_TALK)
+    [request] = llm_server.requests
+    schema = request["response_format"]["json_schema"]["schema"]
+    memory = schema["properties"]["memories"]["items"]
+    assert request["response_format"]["type"] == "json_schema"
+    assert memory["properties"]["sources"]["items"]["enum"] == ["ep_1", "ep_2"]
+    assert "decision" in memory["properties"]["type"]["enum"] and memory["additionalProperties"] is False
+
+
+def test_an_endpoint_that_refuses_the_schema_is_asked_again_without_it_and_never_with_it_again(
+    home: Home, llm_server: LLMServer, store: ClickHouseStore
+) -> None:
+    llm_server.answer(contains="Transcript:", text=json.dumps({"memories": [REDIS]}))
+    llm_server.fail_next(1, status=400)
+    llm = _llm(home, llm_server, store)
+    [draft] = extract(llm, CACHE_TALK)
+    assert draft.memory.what == REDIS["what"]
+    extract(llm, CACHE_TALK)
+    assert ["response_format" in r for r in llm_server.requests] == [True, False, False]
+
+
+def test_a_decision_whose_only_person_line_is_a_question_is_stored_as_a_fact(
+    home: Home, llm_server: LLMServer, store: ClickHouseStore
+) -> None:
+    accepted = [*CACHE_TALK, *_episodes(("ep_3", Role.USER, "Vale, hazlo."))]
+    llm_server.answer(contains="Transcript:\n[ep_1]", text=json.dumps({"memories": [REDIS]}), times=1)
+    llm_server.answer(
+        contains="Transcript:\n[ep_1]",
+        text=json.dumps({"memories": [{**REDIS, "sources": ["ep_2", "ep_3"]}]}),
+    )
+    llm = _llm(home, llm_server, store)
+    [asked] = extract(llm, CACHE_TALK)
+    assert asked.memory.type == MemoryType.FACT and asked.demoted and asked.human_backed
+    [decided] = extract(llm, accepted)
+    assert decided.memory.type == MemoryType.DECISION and not decided.demoted
+
+
+def test_a_why_the_transcript_does_not_state_is_dropped_and_a_stated_one_kept(
+    home: Home, llm_server: LLMServer, store: ClickHouseStore
+) -> None:
+    talk = _episodes(
+        ("ep_1", Role.USER, "Deploys move to Thursday: QA needs Wednesday to test the release."),
+        ("ep_2", Role.ASSISTANT, "Understood, deploys go out on Thursday."),
+    )
+    stated = {"type": "decision", "what": "Deploys are on Thursday", "why": "QA needs Wednesday to test"}
+    invented = {"type": "fact", "what": "Deploys go out on Thursday", "why": "to align with the business"}
+    invented["how"] = "by the customer schedule"
+    llm_server.answer(
+        contains="Transcript:",
+        text=json.dumps({"memories": [{**stated, "sources": ["ep_1"]}, {**invented, "sources": ["ep_2"]}]}),
+    )
+    kept, dropped = extract(_llm(home, llm_server, store), talk)
+    assert kept.memory.why == "QA needs Wednesday to test"
+    assert dropped.memory.why == "" and dropped.memory.how == "" and dropped.memory.what == invented["what"]

@@ -18,7 +18,7 @@ from mnemo.config import Settings
 from mnemo.distill.decide import DecisionModel
 from mnemo.distill.llm import LLM
 from mnemo.distill.meter import TokenMeter
-from mnemo.distill.writer import Distiller
+from mnemo.distill.writer import BATCH_CHARS, Distiller, batch_chars
 from mnemo.embed import load_embedder
 from mnemo.embed.fallback import FALLBACK_ID
 from mnemo.errors import TokenCapError
@@ -185,3 +185,10 @@ def test_a_tiny_daily_cap_stops_distillation_until_the_next_day(
         "Product pages are cached in Redis",
         "The shop is deployed on Tuesdays",
     ]
+
+
+def test_a_small_daily_cap_makes_batches_small_enough_to_finish_in_a_day() -> None:
+    assert batch_chars(0) == BATCH_CHARS  # no cap
+    assert batch_chars(10_000) == 10_000 < BATCH_CHARS
+    assert batch_chars(100) == 2_000  # never so small that a long line cannot fit
+    assert batch_chars(10**9) == BATCH_CHARS
