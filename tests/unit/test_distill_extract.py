@@ -9,7 +9,18 @@ import json
 
 import pytest
 
-from mnemo.distill.extract import ATTEMPTS, ExtractionError, extract, transcript
+from mnemo.distill.extract import (
+    ATTEMPTS,
+    Draft,
+    ExtractedMemory,
+    ExtractionError,
+    extract,
+    look_again,
+    preferred,
+    states_something,
+    transcript,
+    uncovered_statements,
+)
 from mnemo.distill.llm import LLM
 from mnemo.distill.meter import TokenMeter
 from mnemo.episodes import Episode, EpisodeIn, EpisodeIntake, Role
@@ -226,3 +237,84 @@ def test_a_why_the_transcript_does_not_state_is_dropped_and_a_stated_one_kept(
     kept, dropped = extract(_llm(home, llm_server, store), talk)
     assert kept.memory.why == "QA needs Wednesday to test"
     assert dropped.memory.why == "" and dropped.memory.how == "" and dropped.memory.what == invented["what"]
+
+
+@pytest.mark.parametrize(
+    ("said", "states"),
+    [
+        (["run the tests", "lint too", "commit it"], False),
+        (["formatea todo antes de hacer push", "pasa los tests otra vez", "vale, push"], False),
+        (["From now on we deploy the shop on Tuesdays."], True),
+        (["Deploys move to Thursday: QA needs Wednesday to test the release."], True),
+        (["raise it to 600 then"], True),  # a value
+        (["Prefiero que los mensajes de commit vayan en inglés"], True),
+        (["Why is checkout slow?"], True),  # the answer may be a finding
+    ],
+)
+def test_a_stretch_states_something_unless_the_person_only_gives_plain_commands(
+    said: list[str], states: bool
+) -> None:
+    lines = [(f"ep_{i}", Role.USER, text) for i, text in enumerate(said)]
+    lines.append(("ep_done", Role.ASSISTANT, "Done."))
+    assert states_something(_episodes(*lines)) is states
+    assert states_something(_episodes(("ep_a", Role.ASSISTANT, "CI now runs on every push.")))  # no person
+
+
+def test_a_statement_no_draft_covers_is_extracted_on_its_own(
+    home: Home, llm_server: LLMServer, store: ClickHouseStore
+) -> None:
+    episodes = _episodes(
+        ("ep_1", Role.USER, "the pay button does nothing in Safari, can you look?"),
+        ("ep_2", Role.ASSISTANT, "Safari 15 ignores requestSubmit with a button; I use a submit button."),
+        ("ep_3", Role.USER, "I prefer commit messages in English and in the imperative"),
+        ("ep_4", Role.ASSISTANT, "Understood."),
+    )
+    fix = {"type": "fact", "what": "Safari 15 ignores requestSubmit with a button", "sources": ["ep_2"]}
+    rule = {"type": "decision", "what": "Commit messages in English, imperative", "sources": ["ep_3"]}
+    llm_server.answer(
+        contains="Only the one memory the person states in [ep_3]", text=json.dumps({"memories": [rule, fix]})
+    )
+    llm_server.answer(contains="Transcript:", text=json.dumps({"memories": [fix]}))
+    llm = _llm(home, llm_server, store)
+    drafts = extract(llm, episodes)
+    assert [e.id for e in uncovered_statements(episodes, drafts)] == ["ep_3"]
+    [focused] = extract(llm, episodes, focus=episodes[2])
+    assert focused.memory.what == rule["what"] and focused.human_backed
+    shown = llm_server.requests[-1]["messages"][-1]["content"]
+    assert "[ep_1]" not in shown and "[ep_2]" in shown and "[ep_4]" in shown  # the line and its neighbours
+    assert uncovered_statements(episodes, [*drafts, focused]) == []
+    # The writer's rail: only what no draft says yet, the preference typed as one.
+    kept, again = look_again(llm, episodes, drafts)
+    assert kept == drafts[0] and again.memory.what == rule["what"]
+    assert again.memory.type == MemoryType.PREFERENCE  # it cites "I prefer"
+    asked = len(llm_server.requests)
+    assert look_again(llm, episodes, [kept, again]) == [kept, again] and len(llm_server.requests) == asked
+
+
+def test_what_counts_as_a_statement_to_look_at_again_and_what_a_preference_is() -> None:
+    episodes = _episodes(
+        ("ep_1", Role.USER, "Put the uploads behind an ALB. Idle timeout 120 s."),  # a quantity
+        ("ep_2", Role.USER, "commit it"),
+        ("ep_3", Role.USER, "we use ruff, nothing else"),  # a lasting word
+        ("ep_4", Role.USER, "what does the retry decorator do?"),  # a question: its answer is a finding
+        ("ep_5", Role.USER, "Me gusta que los tests usen fixtures"),
+    )
+    assert [e.id for e in uncovered_statements(episodes, [])] == ["ep_1", "ep_3", "ep_5"]
+    memory = ExtractedMemory(type=MemoryType.DECISION, what="Tests use fixtures", sources=["ep_5"])
+    draft = Draft(memory, human_backed=True, demoted=False)
+    assert uncovered_statements(episodes, [draft]) == episodes[:1] + episodes[2:3]
+    assert preferred(draft, episodes).memory.type == MemoryType.PREFERENCE  # it cites "Me gusta"
+    assert preferred(draft, episodes[:4]).memory.type == MemoryType.DECISION
+
+
+def test_a_second_look_that_shares_no_word_with_its_line_is_not_kept(
+    home: Home, llm_server: LLMServer, store: ClickHouseStore
+) -> None:
+    episodes = _episodes(
+        ("ep_1", Role.USER, "I always forget how we cut a release. Write it down as I say it"),
+        ("ep_2", Role.ASSISTANT, "Go ahead."),
+    )
+    reply = {"type": "fact", "what": "Go ahead.", "sources": ["ep_1", "ep_2"]}
+    llm_server.answer(contains="Only the one memory", text=json.dumps({"memories": [reply]}))
+    assert look_again(_llm(home, llm_server, store), episodes, []) == []
+    assert len(llm_server.requests) == 1  # the line was looked at again, and what came back dropped

@@ -53,3 +53,38 @@ def test_more_detail_on_one_side_is_not_a_difference() -> None:
         "version": set(),
         "identifier": {"10k"},
     }
+
+
+def test_a_number_reads_every_way_it_can_be_written() -> None:
+    # English and Spanish marks: "1,500" and "1.500" are 1500 or 1.5; "1,5" is 1.5.
+    assert not compare("1,500 ms", "1.5 s").blocks and not compare("1,500 ms", "1500 ms").blocks
+    assert not compare("un límite de 1,5 GiB", "a limit of 1536 MiB").blocks
+    assert compare("1,5 GiB", "2 GiB").reasons == ("quantity: 1.61061e+09 B vs 2.14748e+09 B",)
+    # A duration in two units is one duration.
+    assert not compare("takes 1 min 15 s", "takes 75 seconds").blocks
+    assert compare("takes 1 min 15 s", "takes 80 s").reasons == ("quantity: 75 s vs 80 s",)
+    # "one" and "una" count only before a unit: alone they are a pronoun or an article.
+    assert facts("una retro quincenal, one that matters")["quantity"] == set()
+    assert facts("una hora")["quantity"] == {"time:3600"}
+
+
+def test_the_same_version_line_and_the_same_name_written_otherwise_are_no_difference() -> None:
+    assert not compare("React 18.2", "react@18.2.0").blocks and not compare("Terraform 1.6.x", "1.6").blocks
+    assert compare("React 18.2", "React 18.3.1").blocks
+    assert not compare("p99 under 250 ms", "99th-percentile under 0.25 s").blocks
+    assert compare("p99 under 250 ms", "p95 under 250 ms").blocks
+    assert not compare("SEV1 pages on-call", "SEV1s page on-call").blocks
+    assert compare("the `api_client` fixture", "the `admin_client` fixture").reasons == (
+        "identifier: api_client vs admin_client",
+    )
+
+
+def test_the_verdict_says_which_side_states_a_value_or_a_negation_the_other_lacks() -> None:
+    verdict = compare("timeout is 600 s", "timeout is 600 s, up from 120 s in lb.tf")
+    assert (
+        not verdict.blocks and verdict.values_only_in == (False, True) and verdict.negated == (False, False)
+    )
+    verdict = compare("we cache it for 5 min", "we never cache it")
+    assert verdict.values_only_in == (True, False) and verdict.negated == (False, True)
+    assert verdict.blocks and not verdict.values_conflict
+    assert compare("cuts at 120 s", "cuts at 600 s").values_conflict

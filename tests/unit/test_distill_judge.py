@@ -96,6 +96,29 @@ def test_the_guard_keeps_a_changed_number_apart_whatever_the_judge_says(
     assert comparison.guard.reasons == ("quantity: 120 s vs 600 s",)
 
 
+def test_the_guard_reads_the_value_set_in_how_but_not_the_one_cited_in_why(
+    llm_server: LLMServer, decisions: DecisionModel
+) -> None:
+    old = make_memory(
+        "mem_alb",
+        "The uploads service sits behind an ALB",
+        datetime(2026, 3, 1, tzinfo=UTC),
+        how="idle_timeout = 120 in infra/alb.tf",
+        sources=["ep_0"],
+    )
+    _worth(llm_server)
+    _relation(llm_server, "The uploads service", {"A": 0.97, "B": 0.03})
+    raised = judge(_new("The uploads ALB idle timeout is 600 s"), [old], "src", decisions, None)
+    assert raised.action == Action.ADD and raised.comparisons[0].guard.reasons == ("quantity: 120 vs 600 s",)
+    cited = _new("The uploads service sits behind an ALB", why="at 120 s big uploads were cut")
+    assert (
+        judge(
+            cited, [_memory("mem_plain", "The uploads service sits behind an ALB")], "src", decisions, None
+        ).action
+        == Action.MERGE
+    )
+
+
 def test_below_the_threshold_nothing_is_merged_or_closed(
     llm_server: LLMServer, decisions: DecisionModel
 ) -> None:

@@ -17,7 +17,8 @@ from mnemo.distill.extract import ExtractedMemory
 from mnemo.distill.judge import Action, judge
 from mnemo.distill.llm import LLM
 from mnemo.distill.meter import TokenMeter
-from mnemo.distill.relation import ABOUT, CHANGED, SAME, WORD, WRONG
+from mnemo.distill.relation import ABOUT, CHANGED, FEATURES, SAME, WORD, WRONG
+from mnemo.distill.weights import shipped_weights
 from mnemo.distill.writer import Distiller
 from mnemo.embed import load_embedder
 from mnemo.embed.fallback import FALLBACK_ID
@@ -115,15 +116,43 @@ def test_steps_for_a_model_without_weights_is_a_clear_error_and_one_asks_the_fou
     assert _decisions(_settings(home, llm_server, "scripted-1"), store).steps is None  # auto
 
 
+def _distiller(settings: Settings, store: ClickHouseStore) -> Distiller:
+    llm = LLM(settings, TokenMeter(store, 0))
+    engine = RecallEngine(load_embedder(settings))
+    return Distiller(store, engine, llm, DecisionModel(llm, settings), light_pass=settings.light_pass)
+
+
 def test_with_the_light_pass_a_quiet_session_costs_one_question_and_leaves_no_memory(
     home: Home, llm_server: LLMServer, store: ClickHouseStore
 ) -> None:
     settings = _settings(home, llm_server, MNEMO_LIGHT_PASS="true")
     llm_server.answer(contains="Running tests, small edits and status reports do not count", choices=NO)
-    record_deploy_day(store, [1])  # "Set up the CI pipeline" / "CI now runs on every push."
-    llm = LLM(settings, TokenMeter(store, 0))
-    engine = RecallEngine(load_embedder(settings))
-    distiller = Distiller(store, engine, llm, DecisionModel(llm, settings), light_pass=settings.light_pass)
-    [result] = distiller.distil_session("s1")
+    record_deploy_day(store, [2])  # "From now on we deploy the shop on Tuesdays." / "Understood …"
+    [result] = _distiller(settings, store).distil_session("s2")
     assert result.quiet and result.added == [] and len(llm_server.requests) == 1
-    assert store.session_cursor("s1") == result.batch.end and list(store.memories_page("", 10)) == []
+    assert store.session_cursor("s2") == result.batch.end and list(store.memories_page("", 10)) == []
+
+
+def test_for_a_small_model_a_stretch_of_plain_commands_costs_no_call_and_leaves_no_memory(
+    home: Home, llm_server: LLMServer, store: ClickHouseStore
+) -> None:
+    settings = _settings(home, llm_server)
+    llm_server.answer(contains="Transcript:", text='{"memories": []}')
+    record_deploy_day(store, [1, 2])  # "Set up the CI pipeline"; "From now on we deploy … Tuesdays."
+    [quiet] = _distiller(settings, store).distil_session("s1")
+    assert quiet.quiet and quiet.added == [] and llm_server.requests == []
+    assert store.session_cursor("s1") == quiet.batch.end
+    # What a person states is extracted as before.
+    [stated] = _distiller(settings, store).distil_session("s2")
+    assert not stated.quiet and any("Transcript:" in m["content"] for m in llm_server.requests[0]["messages"])
+    # A larger model's extraction is not gated: it tells commands from decisions itself.
+    other = _settings(home, llm_server, "scripted-1")
+    record_deploy_day(store, [3])  # "Cache the product pages"
+    [extracted] = _distiller(other, store).distil_session("s3")
+    assert not extracted.quiet
+
+
+def test_the_shipped_weights_are_for_the_features_the_judge_computes() -> None:
+    assert shipped_weights()
+    for weights in shipped_weights():
+        assert tuple(weights.features) == FEATURES, weights.family

@@ -9,6 +9,10 @@ with the problem named, up to ``ATTEMPTS`` times in all; then :class:`Extraction
 is written. Afterwards two rules are applied by code, not left to the model: a decision none of whose
 cited episodes was written by a person — a person's line that ends by asking does not count — is
 stored as a fact; and a why or how whose words the transcript does not hold is dropped.
+
+For a small model the writer adds two rails (:mod:`mnemo.distill.writer`): a stretch whose person's
+lines are plain commands is not extracted (:func:`states_something`), and a person's statement no
+extracted memory covers is extracted on its own (:func:`uncovered_statements`, ``focus``).
 """
 
 from __future__ import annotations
@@ -17,13 +21,13 @@ import json
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mnemo.distill.decide import option_probabilities, yes_no
-from mnemo.distill.guard import overlap, words
+from mnemo.distill.guard import facts, overlap, words
 from mnemo.distill.llm import LLM, Message
 from mnemo.episodes import Episode, Role
 from mnemo.errors import ModelError
@@ -96,6 +100,11 @@ class Draft:
     human_backed: bool  # a cited episode was written by a person
     demoted: bool  # proposed as a decision, stored as a fact (no person backs it)
 
+    @property
+    def text(self) -> str:
+        """What it says: its what, why and how."""
+        return " ".join((self.memory.what, self.memory.why, self.memory.how))
+
 
 class ExtractionError(ModelError):
     """The model's extraction stayed unusable after every attempt; nothing was written."""
@@ -142,13 +151,109 @@ def worth_extracting(llm: LLM, episodes: Sequence[Episode]) -> float:
     return 1.0 if answer is None else answer["yes"]
 
 
-def extract(llm: LLM, episodes: Sequence[Episode]) -> list[Draft]:
-    """Memories proposed from ``episodes``; raises ExtractionError after ATTEMPTS bad answers."""
+# Words a person uses to state something that lasts: a rule, a preference, a reason, a name, a
+# change.
+_LASTING = re.compile(
+    r"\b(?:always|never|from now on|rule|prefer|prefers|we use|we don't|don't|do not|must|should|only|every|"
+    r"default|policy|anymore|no longer|because|since|so that|instead|call it|called|is now|keep in mind|"
+    r"heads up|agreed|decided|moves? to|moved to|switch(?:es|ed)? to|now on|"
+    r"a partir de ahora|siempre|nunca|regla|prefiero|preferimos|usamos|hay que|tiene que|deben|cada|"
+    r"por defecto|porque|para que|ya no|nos quedamos|me gusta|solo|pasa(?:mos|n)? a|cambia\w*)\b",
+    re.IGNORECASE,
+)
+
+
+_PREFERS = re.compile(
+    r"\b(?:i prefer|we prefer|i'd rather|i like|prefiero|preferimos|me gusta)\b", re.IGNORECASE
+)
+
+
+def states_something(episodes: Sequence[Episode]) -> bool:
+    """Whether a stretch may hold something durable, by rule: a person's line asks (the answer may
+    be a finding), states a value (a number, a version) or uses words that state something lasting
+    ("from now on", "prefer", "because", "siempre"). A stretch whose person's lines are all plain
+    commands ("run the tests", "commit it", "vale, push") holds only this session's work. With no
+    person's line at all, it cannot tell: True."""
+    said = [strip_injected(e.text) for e in episodes if e.role == Role.USER]
+    return not said or any(
+        is_question(text) or _LASTING.search(text) or facts(text)["quantity"] or facts(text)["version"]
+        for text in said
+    )
+
+
+def uncovered_statements(episodes: Sequence[Episode], drafts: Sequence[Draft]) -> list[Episode]:
+    """The person's lines that state something lasting (words like "from now on", "prefer",
+    "never", or a quantity with its unit, a version) which no draft covers: no draft has half of
+    the line's words. A small model's extraction often keeps one memory of a stretch and drops
+    the rest; each of these is worth a look of its own (:func:`extract` with ``focus``)."""
+    return [
+        e
+        for e in episodes
+        if e.role == Role.USER
+        and not is_question(e.text)
+        and _states_lasting(strip_injected(e.text))
+        and not covers(drafts, strip_injected(e.text))
+    ]
+
+
+def look_again(llm: LLM, episodes: Sequence[Episode], drafts: Sequence[Draft]) -> list[Draft]:
+    """A small model's drafts, and what the person stated that they dropped: each uncovered
+    statement extracted on its own, unless a draft already says it; a draft citing what the
+    person prefers typed a preference."""
+    found: list[Draft] = []
+    for line in uncovered_statements(episodes, drafts):
+        said = words(strip_injected(line.text))
+        for draft in extract(llm, episodes, focus=line):
+            # Not from that line if it shares no word with it ("Go ahead.", the reply before it).
+            if words(draft.memory.what) & said and not covers([*drafts, *found], draft.text):
+                found.append(draft)
+    return [preferred(d, episodes) for d in [*drafts, *found]]
+
+
+def covers(drafts: Sequence[Draft], text: str) -> bool:
+    """Whether a draft says much of ``text``: half of its words."""
+    said = words(text)
+    return not said or any(len(said & words(d.text)) >= len(said) / 2 for d in drafts)
+
+
+def _states_lasting(text: str) -> bool:
+    found = facts(text)
+    return bool(
+        _LASTING.search(text)
+        or found["version"]
+        or any(not q.startswith("number:") for q in found["quantity"])
+    )
+
+
+def preferred(draft: Draft, episodes: Sequence[Episode]) -> Draft:
+    """A draft citing a person's line that says what they prefer is a preference, whatever type
+    the model gave it ("Prefiero que los mensajes de commit vayan en inglés")."""
+    cited = [e for e in episodes if e.id in draft.memory.sources and e.role == Role.USER]
+    if draft.memory.type in (MemoryType.DECISION, MemoryType.FACT) and any(
+        _PREFERS.search(strip_injected(e.text)) for e in cited
+    ):
+        return replace(
+            draft, memory=draft.memory.model_copy(update={"type": MemoryType.PREFERENCE}), demoted=False
+        )
+    return draft
+
+
+def extract(llm: LLM, episodes: Sequence[Episode], focus: Episode | None = None) -> list[Draft]:
+    """Memories proposed from ``episodes``; raises ExtractionError after ATTEMPTS bad answers.
+    With ``focus``, one of them: only the memory that line states, read with the lines around it."""
+    if focus is not None:
+        at = next(i for i, e in enumerate(episodes) if e.id == focus.id)
+        episodes = episodes[max(0, at - 1) : at + 2]
     shown = transcript(episodes)
     if not shown:
         return []
     by_id = {e.id: e for e in episodes}
-    messages = [Message("system", SYSTEM), Message("user", "Transcript:\n" + shown)]
+    ask = "Transcript:\n" + shown
+    if focus is not None:
+        ask += (
+            f"\n\nOnly the one memory the person states in [{focus.id}]: cite [{focus.id}] among its sources."
+        )
+    messages = [Message("system", SYSTEM), Message("user", ask)]
     problem = ""
     schema = answer_schema(list(by_id))
     for _ in range(ATTEMPTS):
@@ -165,7 +270,10 @@ def extract(llm: LLM, episodes: Sequence[Episode]) -> list[Draft]:
             ]
             continue
         shown_words = words(" ".join(e.text for e in by_id.values()))
-        return [_draft(m, by_id, shown_words) for m in extraction.memories]
+        memories = extraction.memories
+        if focus is not None:
+            memories = [m for m in memories if focus.id in m.sources][:1]
+        return [_draft(m, by_id, shown_words) for m in memories]
     raise ExtractionError(f"the model's extraction was unusable after {ATTEMPTS} attempts: {problem}")
 
 

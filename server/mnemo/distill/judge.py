@@ -16,8 +16,9 @@ conversation? does the source back its why? Then, in this order:
 4. otherwise → **add**: the new memory is stored and nothing else changes; a probability below
    0.6 changes nothing ("in doubt, both are kept").
 
-The deterministic guard (:mod:`mnemo.distill.guard`), on what the two memories state, vetoes *same*
-whatever the probability:
+The deterministic guard (:mod:`mnemo.distill.guard`), on what the two memories state and how (not
+why, which may cite an old value as the reason for a change), vetoes *same* whatever the
+probability:
 "cuts at 120 s" and "cuts at 600 s" are never one memory. why_backed = no with p ≥ 0.6 drops the
 new memory's why (it was not in the source). Everything asked and decided is kept in the
 :class:`Judgement` for the judge table.
@@ -172,6 +173,11 @@ def judge(
     )
 
 
+def guarded(what: str, how: str = "") -> str:
+    """What the guard compares of a memory: its what and its how, not its why."""
+    return f"{what.strip()} {how.strip()}".strip()
+
+
 def relate(
     new: ExtractedMemory, existing: Memory, decisions: DecisionModel, embedder: Embedder | None = None
 ) -> Comparison:
@@ -180,9 +186,10 @@ def relate(
     guard's verdict on the two texts."""
     new_text = statement(new.what, new.why, new.how)
     existing_text = statement(existing.what or existing.content, existing.why, existing.how)
-    # On what each memory states: a why that cites the old value ("with 5 the queue grew") is the
-    # reason for a change, not more detail of the same fact.
-    guard = compare(existing.what or existing.content, new.what)
+    # On what each memory states and how (where the values set live: "idle_timeout = 120 in
+    # alb.tf"), not why: a why that cites the old value ("with 5 the queue grew") is the reason
+    # for a change, not more detail of the same fact.
+    guard = compare(guarded(existing.what or existing.content, existing.how), guarded(new.what, new.how))
     weights = decisions.steps
     if weights is not None:
         decision, values = ask_in_steps(decisions, existing_text, new_text, weights, embedder, guard)

@@ -9,14 +9,16 @@ for a model family with fitted weights the relation is asked in steps:
 - four yes/no questions (about the same thing? the same, with the same values? changed since?
   says the old one is wrong?) and the four-way question answered by word, each read from the
   first token's log-probabilities;
-- four signals that need no model: the deterministic guard's conflict
-  (:mod:`mnemo.distill.guard`), the two texts' embedding cosine, the share of words they have in
-  common, and whether the new text words a correction ("wrong", "never", "en realidad") or a
-  change ("now", "moved", "ya no");
+- signals that need no model: what the deterministic guard (:mod:`mnemo.distill.guard`) found
+  in the two *what* and *how* (a conflicting value, a value only one of them states, a negation
+  only one of them has), the two texts' embedding cosine, the share of words they have in common, and
+  whether the new text words a correction ("wrong", "never", "en realidad", "RS256, not HS256")
+  or a change ("now", "moved", "ya no");
 
 and a multinomial logistic model over those features, fitted on labelled pairs by
 ``tools/fit_calibration.py --steps`` and shipped per model family (``weights/*.json``), turns them
-into the four probabilities. The guard still vetoes *same* afterwards, and the 0.6 rule still
+into the four probabilities (the weights carry a temperature fitted on cross-validated
+predictions). The guard still vetoes *same* afterwards, and the 0.6 rule still
 applies: this replaces only how the relation's probabilities are obtained.
 """
 
@@ -65,6 +67,14 @@ _CORRECTION = re.compile(
     r"equivocad[oa]s?|incorrect[oa]s?|nunca|en realidad|no es cierto|falso|err[oó]ne[oa]|se equivoca\w*)\b",
     re.IGNORECASE,
 )
+# A correction by its shape: "RS256, not HS256", "not from main but from release", "no va a X
+# sino a Y", "the old note", "has always been".
+_CORRECTION_SHAPE = re.compile(
+    r"\bnot\b[^.;:]*\bbut\b|\bno\b[^.;:]*\bsino\b|,\s*not\b|\bnot\s+\S+\s+as\b"
+    r"|\b(?:old|earlier|previous|anterior)\s+(?:note|memory|nota|memoria)\b|\bhas always\b|\bsiempre ha\b"
+    r"|\bnever (?:had|was|were|did)\b",
+    re.IGNORECASE,
+)
 _CHANGE = re.compile(
     r"\b(now|move|moves|moved|switched|since|from now on|no longer|replaced|bumped|raised|lowered|upgraded|"
     r"migrated|changed|anymore|ahora|pasamos|pasa|pasan|ya no|desde|cambi\w+|sub\w+ a|migr\w+|reemplaz\w+)\b",
@@ -73,7 +83,8 @@ _CHANGE = re.compile(
 FEATURES = (
     "about", "same", "changed", "wrong",
     "word_same", "word_updates", "word_contradicts", "word_unrelated",
-    "guard", "cosine", "cue_correction", "cue_change", "overlap",
+    "values_conflict", "values_only_old", "values_only_new", "negated_old", "negated_new",
+    "cosine", "cue_correction", "cue_change", "overlap",
 )  # fmt: skip
 
 
@@ -86,7 +97,7 @@ def features(
     decisions: DecisionModel, existing: str, new: str, embedder: Embedder | None, guard: GuardVerdict
 ) -> tuple[dict[str, float], list[Decision]]:
     """The features of one pair of statements (see FEATURES) given the guard's verdict on their
-    *what*, and the decisions asked for them."""
+    *what* and *how*, and the decisions asked for them."""
     context = f"EXISTING note: {existing}\nNEW note: {new}"
     asked = [decisions.ask(q, context) for q in (*STEPS, WORD)]
     out = {
@@ -95,20 +106,31 @@ def features(
     }
     word = asked[-1].raw
     out |= {f"word_{o}": math.log(max(word[o], 1e-6)) for o in RELATION.options}
-    out["guard"] = float(guard.blocks)
     cosine = 0.0
     if embedder is not None:
         vectors = embedder.embed_documents([existing, new])
         cosine = float(vectors[0] @ vectors[1])
     out["cosine"] = 5 * cosine  # on the scale of the log-odds beside it
-    out["cue_correction"] = float(bool(_CORRECTION.search(new)))
-    out["cue_change"] = float(bool(_CHANGE.search(new)))
-    out["overlap"] = 3 * overlap(existing, new)
-    return out, asked
+    return out | text_features(existing, new, guard), asked
+
+
+def text_features(existing: str, new: str, guard: GuardVerdict) -> dict[str, float]:
+    """The features that need no model: the guard's findings (on what and how), the correction
+    and change cues of the new text, the words both texts share."""
+    return {
+        "values_conflict": float(guard.values_conflict),
+        "values_only_old": float(guard.values_only_in[0]),
+        "values_only_new": float(guard.values_only_in[1]),
+        "negated_old": float(guard.negated[0] and not guard.negated[1]),
+        "negated_new": float(guard.negated[1] and not guard.negated[0]),
+        "cue_correction": float(bool(_CORRECTION.search(new) or _CORRECTION_SHAPE.search(new))),
+        "cue_change": float(bool(_CHANGE.search(new))),
+        "overlap": 3 * overlap(existing, new),
+    }
 
 
 def combine(values: dict[str, float], weights: StepWeights) -> dict[str, float]:
-    x = np.array([values[f] for f in FEATURES])
+    x = np.array([values[f] for f in weights.features])
     logits = {o: float(np.dot(weights.weights[o], x) + weights.bias[o]) for o in RELATION.options}
     top = max(logits.values())
     exp = {o: math.exp(v - top) for o, v in logits.items()}

@@ -44,6 +44,8 @@ from mnemo.distill.extract import (
     drafts_from_json,
     drafts_json,
     extract,
+    look_again,
+    states_something,
     transcript,
     worth_extracting,
 )
@@ -162,6 +164,12 @@ class Distiller:
         )
         conversation = sorted(episodes, key=lambda e: (e.turn if e.turn is not None else -1, e.time, e.id))
         drafts = drafts_from_json(batch.extraction, batch.id) if batch.extraction else None
+        if drafts is None and self._decisions.steps is not None and not states_something(conversation):
+            # A small model's rail: its extraction turns plain commands into memories ("commit the
+            # changes"), and it cannot tell them apart when asked; a rule can, for no model call.
+            logger.info("batch %s: the person only gave plain commands; no extraction", batch.id)
+            self._finish(batch, "done")
+            return BatchResult(batch, quiet=True)
         if drafts is None and self._light_pass and worth_extracting(self._llm, conversation) < 1 - THRESHOLD:
             # The light pass: a quiet stretch (test runs, small edits) costs one closed question.
             logger.info("batch %s: nothing durable by the light pass; no extraction", batch.id)
@@ -170,6 +178,8 @@ class Distiller:
         if drafts is None:
             try:
                 drafts = extract(self._llm, conversation)
+                if self._decisions.steps is not None:  # a small model's rail
+                    drafts = look_again(self._llm, conversation, drafts)
             except ExtractionError as exc:
                 logger.warning("distilling session %s failed: %s", batch.session, exc)
                 self._finish(batch, "failed", error=str(exc))

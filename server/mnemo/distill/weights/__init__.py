@@ -1,8 +1,9 @@
 """The fitted weights of the relation asked in steps, one JSON file per model family.
 
 Each file (``<family>.json``) is what ``tools/fit_calibration.py --steps`` prints: the model names
-it applies to (a regular expression), what it was fitted on, and per relation option a weight per
-feature of :data:`mnemo.distill.relation.FEATURES` and a bias. A model whose family has weights is
+it applies to (a regular expression), what it was fitted on, the features it was fitted on (those
+of :data:`mnemo.distill.relation.FEATURES` then; weights for other features are not used), and per
+relation option a weight per feature and a bias. A model whose family has weights is
 judged in steps (setting ``relation_method`` auto), and its closed questions are answered by word.
 """
 
@@ -12,7 +13,7 @@ import re
 from functools import cache
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 WEIGHTS_DIR = Path(__file__).parent
 
@@ -24,8 +25,16 @@ class StepWeights(BaseModel):
 
     family: str  # a regular expression the model's name matches (case-insensitive)
     fitted_on: str  # what it was fitted on, shown by `mnemo status`
-    weights: dict[str, list[float]]  # option → one weight per FEATURES entry
+    features: list[str]  # the features the weights are for, in order: FEATURES when fitted
+    weights: dict[str, list[float]]  # option → one weight per feature
     bias: dict[str, float]
+
+    @model_validator(mode="after")
+    def _one_weight_per_feature(self) -> StepWeights:
+        wrong = sorted(o for o, w in self.weights.items() if len(w) != len(self.features))
+        if wrong:
+            raise ValueError(f"weights of {', '.join(wrong)} do not give one per feature")
+        return self
 
     def matches(self, model: str) -> bool:
         return re.search(self.family, model, re.IGNORECASE) is not None
