@@ -144,13 +144,13 @@ def _named_beside(left: list[frozenset[str]], right: list[frozenset[str]]) -> st
     for one, several in ((left, right), (right, left)):
         if len(one) != 1:
             continue
-        theirs = [v for v in several if _dimension(v) == _dimension(one[0])]
+        theirs = [v for v in several if _dimension_of(v) == _dimension_of(one[0])]
         if len(theirs) > 1 and not _stated(one[0], set(theirs[0])):
             return f"{_show({min(theirs[0])})} stated, {_show({min(one[0])})} named beside it"
     return ""
 
 
-def _dimension(readings: frozenset[str]) -> str:
+def _dimension_of(readings: frozenset[str]) -> str:
     return min(readings).partition(":")[0] if ":" in min(readings) else "version"
 
 
