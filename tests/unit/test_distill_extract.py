@@ -318,3 +318,14 @@ def test_a_second_look_that_shares_no_word_with_its_line_is_not_kept(
     llm_server.answer(contains="Only the one memory", text=json.dumps({"memories": [reply]}))
     assert look_again(_llm(home, llm_server, store), episodes, []) == []
     assert len(llm_server.requests) == 1  # the line was looked at again, and what came back dropped
+
+
+def test_a_second_look_that_stays_unusable_leaves_the_drafts_as_they_were(
+    home: Home, llm_server: LLMServer, store: ClickHouseStore
+) -> None:
+    episodes = _episodes(("ep_1", Role.USER, "From now on releases are cut on Mondays"))
+    llm_server.answer(contains="Only the one memory", text="no JSON here")
+    memory = ExtractedMemory(type=MemoryType.FACT, what="The CI runs on every push", sources=["ep_1"])
+    drafts = [Draft(memory, human_backed=True, demoted=False)]
+    assert look_again(_llm(home, llm_server, store), episodes, drafts) == drafts
+    assert len(llm_server.requests) == ATTEMPTS

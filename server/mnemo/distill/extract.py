@@ -203,7 +203,12 @@ def look_again(llm: LLM, episodes: Sequence[Episode], drafts: Sequence[Draft]) -
     found: list[Draft] = []
     for line in uncovered_statements(episodes, drafts):
         said = words(strip_injected(line.text))
-        for draft in extract(llm, episodes, focus=line):
+        try:
+            again = extract(llm, episodes, focus=line)
+        except ExtractionError as exc:  # the drafts already made stand
+            logger.warning("a second look at %s gave nothing usable: %s", line.id, exc)
+            continue
+        for draft in again:
             # Not from that line if it shares no word with it ("Go ahead.", the reply before it).
             if words(draft.memory.what) & said and not covers([*drafts, *found], draft.text):
                 found.append(draft)

@@ -1,9 +1,9 @@
 """The fitted weights of the relation asked in steps, one JSON file per model family.
 
 Each file (``<family>.json``) is what ``tools/fit_calibration.py --steps`` prints: the model names
-it applies to (a regular expression), what it was fitted on, the features it was fitted on (those
-of :data:`mnemo.distill.relation.FEATURES` then; weights for other features are not used), and per
-relation option a weight per feature and a bias. A model whose family has weights is
+it applies to (a regular expression), what it was fitted on, the names of the features it was
+fitted on (:data:`mnemo.distill.relation.FEATURES` then; a test checks the shipped files still
+match), and per relation option a weight per feature and a bias. A model whose family has weights is
 judged in steps (setting ``relation_method`` auto), and its closed questions are answered by word.
 """
 
