@@ -23,6 +23,7 @@ from tests.helpers import (
     raw_http,
     remember_all,
     session_episodes,
+    wait_until,
 )
 
 
@@ -76,7 +77,14 @@ def test_a_session_id_longer_than_a_session_field_keeps_its_turns_under_one_key(
         assert hook(home, event, raw_hook(event_input(event, session=long_id))) == ("", 0)
     other = "s-" + "x" * 599 + "y"  # the same first 500 characters: another session all the same
     assert hook(home, "UserPromptSubmit", raw_hook(event_input("UserPromptSubmit", session=other)))[1] == 0
-    keys = {e.session for e in anyio.run(_all_episodes, home)}
+    keys: set[str] = set()
+
+    def both_recalled() -> bool:  # episodes are indexed for recall just after they are stored
+        keys.clear()
+        keys.update(e.session for e in anyio.run(_all_episodes, home))
+        return len(keys) >= 2
+
+    wait_until(both_recalled, what="the turns of both sessions in episode recall")
     assert len(keys) == 2 and all(len(k) == 500 and k.startswith("s-xxx") for k in keys)
     [key] = [k for k in keys if len(anyio.run(session_episodes, home, k)) == 2]
     assert [e.kind.value for e in anyio.run(session_episodes, home, key)] == ["prompt", "response"]
