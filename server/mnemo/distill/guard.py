@@ -139,19 +139,21 @@ def _stated(readings: frozenset[str], theirs: set[str]) -> bool:
 
 def _named_beside(left: list[frozenset[str]], right: list[frozenset[str]]) -> str:
     """The old value named only beside a new one: one text states a single value (of its kind),
-    the other states it too but leads with another of its dimension ("768 px" / "640 px; 768 px is the tablet
-    one", "120 s" / "600 s, up from 120 s"). "" when there is no such value."""
+    the other states it too but leads with another of its dimension ("768 px" / "640 px; 768 px
+    is the tablet one", "120 s" / "600 s, up from 120 s"). "" when there is no such value."""
     for one, several in ((left, right), (right, left)):
         if len(one) != 1:
             continue
-        theirs = [v for v in several if _dimension_of(v) == _dimension_of(one[0])]
+        dimension = _dimension_of(one[0])
+        theirs = [v for v in several if _dimension_of(v) == dimension]
         if len(theirs) > 1 and not _stated(one[0], set(theirs[0])):
             return f"{_show({min(theirs[0])})} stated, {_show({min(one[0])})} named beside it"
     return ""
 
 
 def _dimension_of(readings: frozenset[str]) -> str:
-    return min(readings).partition(":")[0] if ":" in min(readings) else "version"
+    first = min(readings)
+    return first.partition(":")[0] if ":" in first else "version"
 
 
 def _extends(longer: str, shorter: str) -> bool:

@@ -173,9 +173,12 @@ def judge(
     )
 
 
-def guarded(what: str, how: str = "") -> str:
-    """What the guard compares of a memory: its what and its how, not its why."""
-    return f"{what.strip()} {how.strip()}".strip()
+def guard_between(existing: Memory, new: ExtractedMemory) -> GuardVerdict:
+    """The guard's verdict on what each memory states and how (where the values set live:
+    "idle_timeout = 120 in alb.tf"), not why: a why that cites the old value ("with 5 the queue
+    grew") is the reason for a change, not more detail of the same fact."""
+    old_text = f"{(existing.what or existing.content).strip()} {existing.how.strip()}".strip()
+    return compare(old_text, f"{new.what.strip()} {new.how.strip()}".strip())
 
 
 def relate(
@@ -186,10 +189,7 @@ def relate(
     guard's verdict on the two texts."""
     new_text = statement(new.what, new.why, new.how)
     existing_text = statement(existing.what or existing.content, existing.why, existing.how)
-    # On what each memory states and how (where the values set live: "idle_timeout = 120 in
-    # alb.tf"), not why: a why that cites the old value ("with 5 the queue grew") is the reason
-    # for a change, not more detail of the same fact.
-    guard = compare(guarded(existing.what or existing.content, existing.how), guarded(new.what, new.how))
+    guard = guard_between(existing, new)
     weights = decisions.steps
     if weights is not None:
         decision, values = ask_in_steps(decisions, existing_text, new_text, weights, embedder, guard)
