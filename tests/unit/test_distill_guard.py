@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from mnemo.distill.guard import compare, facts
+from mnemo.distill.guard import compare
+from mnemo.distill.readings import facts
 from tests.helpers import DATA
 
 PAIRS = [json.loads(line) for line in (DATA / "guard_pairs.jsonl").read_text().splitlines()]
@@ -47,11 +48,11 @@ def test_reasons_name_what_differs_in_normalised_units() -> None:
 
 def test_more_detail_on_one_side_is_not_a_difference() -> None:
     assert not compare("timeout is 600 s", "timeout is 600 s, up from 120 s in lb.tf").blocks
-    # "10k" is compared as written (an identifier-like token), "3.5x" as a quantity.
+    # "10k" is a number (ten thousand), "3.5x" a quantity.
     assert facts("10k requests at 3.5x the usual rate") == {
-        "quantity": {"times:3.5"},
+        "quantity": {"number:10000", "times:3.5"},
         "version": set(),
-        "identifier": {"10k"},
+        "identifier": set(),
     }
 
 
@@ -63,9 +64,18 @@ def test_a_number_reads_every_way_it_can_be_written() -> None:
     # A duration in two units is one duration.
     assert not compare("takes 1 min 15 s", "takes 75 seconds").blocks
     assert compare("takes 1 min 15 s", "takes 80 s").reasons == ("quantity: 75 s vs 80 s",)
+    assert (
+        not compare("90 seconds", "un minuto y medio").blocks
+        and not compare("an hour and a half", "90 min").blocks
+    )
     # "one" and "una" count only before a unit: alone they are a pronoun or an article.
     assert facts("una retro quincenal, one that matters")["quantity"] == set()
     assert facts("una hora")["quantity"] == {"time:3600"}
+    # So does "once" (Spanish eleven): "once they are older" is not a number.
+    assert facts("deleted once they are older")["quantity"] == set()
+    assert facts("once horas")["quantity"] == {"time:39600"}
+    # 10k is ten thousand.
+    assert not compare("batches of 10k rows", "lotes de 10.000 filas").blocks
 
 
 def test_the_same_version_line_and_the_same_name_written_otherwise_are_no_difference() -> None:
@@ -74,6 +84,16 @@ def test_the_same_version_line_and_the_same_name_written_otherwise_are_no_differ
     assert not compare("p99 under 250 ms", "99th-percentile under 0.25 s").blocks
     assert compare("p99 under 250 ms", "p95 under 250 ms").blocks
     assert not compare("SEV1 pages on-call", "SEV1s page on-call").blocks
+    # A version written with v or with a product's name, and the bare number: one version.
+    assert (
+        not compare("Node v20", "Node.js 20").blocks
+        and not compare("Django 4.2 LTS", "the 4.2.x line").blocks
+    )
+    assert compare("Node v20", "Node.js 22").reasons == ("version: 20 vs 22",)
+    # Upper-case names joined by hyphens are identifiers.
+    assert compare("policy EP-LEDGER", "policy EP-INVENTORY").reasons == (
+        "identifier: ep-ledger vs ep-inventory",
+    )
     assert compare("the `api_client` fixture", "the `admin_client` fixture").reasons == (
         "identifier: api_client vs admin_client",
     )
@@ -88,3 +108,13 @@ def test_the_verdict_says_which_side_states_a_value_or_a_negation_the_other_lack
     assert verdict.values_only_in == (True, False) and verdict.negated == (False, True)
     assert verdict.blocks and not verdict.values_conflict
     assert compare("cuts at 120 s", "cuts at 600 s").values_conflict
+
+
+def test_sibling_names_are_different_things_and_english_compounds_are_no_names() -> None:
+    assert compare("checkout-api runs 4 replicas", "checkout-worker runs 4 replicas").reasons == (
+        "identifier: checkout-api vs checkout-worker",
+    )
+    assert compare("the X-Acme-Tenant header", "the X-Acme-Trace-Id header").blocks
+    # The same name in another form, and words joined by a hyphen, are no family.
+    assert not compare("rate-limiting per key", "the rate-limit per key").blocks
+    assert not compare("SSO-only sign-in", "SSO-based login").blocks

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from mnemo.index.entities import entity_key
 from mnemo.index.live import RecallEngine
-from mnemo.memories import EntityRef
+from mnemo.memories import EntityRef, MemoryStatus
 from tests.helpers import frequent_thread_switches, make_memory
 
 NOW = datetime(2026, 11, 30, 15, 0, tzinfo=UTC)
@@ -61,3 +61,33 @@ def test_recall_runs_whole_while_threads_add_memories_and_every_entity_added_is_
     found = engine.search_memories(last, namespaces=None, types=None, force_history=False, limit=1)
     assert [f.owner for f in found] == [f"mem-{WRITERS - 1}-{PER_WRITER - 1}"]
     assert all(engine.memory(i) is not None for i in ids)
+
+
+def test_asked_about_the_past_a_closed_memory_comes_before_the_one_that_closed_it() -> None:
+    """The memory that replaced it matches the question's words better (day, deploy, shop), and
+    would rank first on its score; but the question asks what was true before."""
+    engine = RecallEngine(None)
+    engine.add_memories(
+        [
+            make_memory(
+                "tuesday",
+                "The shop went out on Tuesdays.",
+                NOW,
+                status=MemoryStatus.CLOSED,
+                closed_by="thursday",
+            ),
+            make_memory(
+                "thursday", "The shop's deploy day is Thursday: we deploy the shop on Thursdays.", NOW
+            ),
+            make_memory("friday", "No deploys of the shop on Fridays.", NOW, status=MemoryStatus.CLOSED),
+        ]
+    )
+
+    def ranked(question: str) -> list[str]:
+        asked = engine.understand(question, NOW)
+        found = engine.search_memories(asked, namespaces=None, types=None, force_history=False, limit=5)
+        return [f.key for f in found]
+
+    assert ranked("which day did we deploy the shop before?")[:2] == ["tuesday", "thursday"]
+    # Not asked about the past: what is current comes first, the closed ones after it.
+    assert ranked("which day do we deploy the shop?")[0] == "thursday"

@@ -27,8 +27,9 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mnemo.distill.decide import option_probabilities, yes_no
-from mnemo.distill.guard import facts, overlap, words
+from mnemo.distill.guard import overlap, words
 from mnemo.distill.llm import LLM, Message
+from mnemo.distill.readings import facts
 from mnemo.episodes import Episode, Role
 from mnemo.errors import ModelError
 from mnemo.injected import strip_injected

@@ -254,9 +254,10 @@ class RecallEngine:
         current_only: bool = False,
     ) -> list[Ranked]:
         """Memories ranked for ``question``; closed ones behind current unless history is asked
-        (or left out with ``current_only``)."""
+        (or left out with ``current_only``). A question about the past gets a closed memory just
+        before the one that closed it, whatever their scores."""
         analysis = question.analysis
-        return self.memories.search(
+        found = self.memories.search(
             SearchQuery(
                 terms=analysis.terms,
                 vector=question.embedding,
@@ -270,6 +271,24 @@ class RecallEngine:
                 limit=limit,
             )
         )
+        return self._past_first(found) if analysis.is_history else found
+
+    def _past_first(self, found: list[Ranked]) -> list[Ranked]:
+        """Each closed memory moved just before the memory that closed it, where that one ranks
+        higher: asked "what day did we deploy before?", the Tuesday that Thursday replaced is the
+        answer and Thursday its context, though Thursday may well match the words better."""
+        ordered = list(found)
+        for hit in found:
+            if hit.is_current:
+                continue
+            memory = self.memory(hit.key)
+            keys = [h.key for h in ordered]
+            if memory is not None and memory.closed_by in keys:
+                at = keys.index(memory.closed_by)
+                if at < keys.index(hit.key):
+                    ordered.remove(hit)
+                    ordered.insert(at, hit)
+        return ordered
 
     def judge_candidates(
         self, text: str, entities: Sequence[str], namespace: str, vector: Vector | None
