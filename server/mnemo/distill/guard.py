@@ -139,6 +139,7 @@ def _comparable(found: dict[str, list[frozenset[str]]], kind: str) -> list[froze
 
 
 def _bare(readings: frozenset[str] | set[str]) -> bool:
+    """Whether a value is a number written without a unit."""
     return all(r.startswith("number:") for r in readings)
 
 
@@ -163,7 +164,7 @@ def _stated(readings: frozenset[str], theirs: set[str]) -> bool:
     normalised = {r for r in readings if not r.startswith(WRITTEN)}
     if normalised & theirs:
         return True
-    if all(r.startswith("number:") for r in normalised):
+    if _bare(normalised):
         return bool({WRITTEN + r.partition(":")[2] for r in normalised} & theirs)
     return bool({"number:" + r.removeprefix(WRITTEN) for r in readings - normalised} & theirs)
 
