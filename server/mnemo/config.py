@@ -93,6 +93,9 @@ class Settings(BaseModel):
     request_timeout_s: float = Field(
         default=30.0, gt=0, description="How long a client waits for one answer from the daemon."
     )
+    store_poll_s: float = Field(
+        default=1.0, ge=0, le=60, description="Seconds between reads of others' writes on a server (0: off)."
+    )
     max_episode_chars: int = Field(
         default=200_000, gt=0, le=50_000_000, description="Largest episode text accepted, in characters."
     )

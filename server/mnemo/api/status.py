@@ -57,6 +57,23 @@ class DistillStatus(BaseModel):
     last_failure: str = Field(description="The newest failed batch's error.")
 
 
+class StoreFollow(BaseModel):
+    """How far a daemon's index is behind a shared store (mnemo.daemon.following)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    poll_s: float = Field(description="store_poll_s: how often the daemon reads what others wrote.")
+    behind_versions: int = Field(
+        description="Memory versions in the store newer than the newest one indexed."
+    )
+    behind_s: float = Field(
+        description="How much newer the store's newest version is, in the store's seconds."
+    )
+    applied: int = Field(description="Versions other daemons wrote that this index applied since the start.")
+    last_poll_s_ago: float | None = Field(description="Seconds since the last poll (None before the first).")
+    last_error: str = Field(description="Why the last poll failed ('' after a success).")
+
+
 class Status(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -79,5 +96,9 @@ class Status(BaseModel):
         description="Each index's vector graph at the build (adopted from the last run, built, saved).",
     )
     embedding_backlog: int = Field(description="Memories and episode passages still waiting for a vector.")
+    store_follow: StoreFollow | None = Field(
+        default=None,
+        description="On a shared server, how far the index is behind the store (None: embedded).",
+    )
     language_model: ModelStatus
     distillation: DistillStatus

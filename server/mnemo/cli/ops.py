@@ -37,6 +37,18 @@ def cmd_status(args: argparse.Namespace, context: Context) -> int:
     for graph in status["vector_graphs"]:  # at the build; an index too small for a graph says nothing
         if not graph.endswith(("no vectors", "no graph needed")):
             write(f"           {graph}")
+    follow = status.get("store_follow")
+    if follow is not None:
+        if follow["last_error"]:
+            state = f"not following: {follow['last_error']}"
+        elif follow["behind_versions"]:
+            state = f"{follow['behind_versions']:,} versions ({follow['behind_s']:,.1f} s) behind the store"
+        else:
+            state = "up to date with the store"
+        write(
+            f"           {state}; reads others' writes every {follow['poll_s']:g} s "
+            f"({follow['applied']:,} applied)"
+        )
     _show_model(status["language_model"])
     _show_distillation(status["distillation"])
     return EXIT_OK

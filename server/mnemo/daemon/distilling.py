@@ -9,6 +9,9 @@ With a model configured (``llm_url``), the daemon holding the writer lease
 - at once, sessions asked for through :meth:`DistillLoop.request` (the API the PreCompact and
   SessionEnd hooks call).
 
+Before each session the index is refreshed from a shared store (``refresh``, the follower's
+poll: :mod:`mnemo.daemon.following`), so the judge compares with what every daemon wrote.
+
 A spent daily token cap pauses the loop until the next UTC day; an endpoint that fails backs it off
 (30 s, doubling up to 15 minutes). Both show in ``mnemo status``.
 """
@@ -51,8 +54,16 @@ class DistillState:
 
 
 class DistillLoop:
-    def __init__(self, store: Store, engine: RecallEngine, settings: Settings, meter: TokenMeter) -> None:
+    def __init__(
+        self,
+        store: Store,
+        engine: RecallEngine,
+        settings: Settings,
+        meter: TokenMeter,
+        refresh: Callable[[], Awaitable[object]],
+    ) -> None:
         self._store = store
+        self._refresh = refresh
         self._meter = meter
         self._idle = timedelta(seconds=settings.distill_idle_s)
         self.state = DistillState(enabled=bool(settings.llm_url))
@@ -135,6 +146,7 @@ class DistillLoop:
         idle = await anyio.to_thread.run_sync(self._store.sessions_waiting, utc_now() - self._idle)
         for session in dict.fromkeys([*self._requested, *idle]):
             await flushed()  # right before reading: a request may have come with its last episodes
+            await self._refresh()  # judged against what the store holds, not what this index last saw
             self.state.running = session
             try:
                 self._count(await anyio.to_thread.run_sync(distiller.distil_session, session))

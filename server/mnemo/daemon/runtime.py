@@ -24,11 +24,12 @@ import anyio.abc
 import anyio.to_thread
 
 from mnemo import __version__
-from mnemo.api.status import DistillStatus, Health, ModelSpend, ModelStatus, Status
+from mnemo.api.status import DistillStatus, Health, ModelSpend, ModelStatus, Status, StoreFollow
 from mnemo.api.writer import DistillQueued, JudgeLog, JudgeLogEntry
 from mnemo.clock import utc_now
 from mnemo.config import Settings, redact_dsn
 from mnemo.daemon.distilling import DistillLoop
+from mnemo.daemon.following import Follower
 from mnemo.daemon.hook_events import HookEvents
 from mnemo.daemon.hook_ledger import HookLedger
 from mnemo.daemon.hook_modes import HostModes
@@ -75,11 +76,14 @@ class Daemon:
             self.store = store
             self.calls = StoreCalls(store)
             self.index = Indexing(self.calls, settings, embedder)
+            # On a server, other daemons write too: the index follows what they commit.
+            is_shared = not settings.store.startswith("chdb://")
+            self.follower = Follower(self.calls, self.index, settings.store_poll_s, enabled=is_shared)
             self.recording = Recording(self.calls, settings, SecretRedactor(), self.index.add_episodes)
             self.recall = Recall(self.calls, self.index, self.recording)
             self.remembering = Remembering(self.calls, self.index, self.recording, settings)
             self.meter = TokenMeter(store, settings.llm_daily_token_cap)
-            self.distilling = DistillLoop(store, self.index.engine, settings, self.meter)
+            self.distilling = DistillLoop(store, self.index.engine, settings, self.meter, self.follower.poll)
             self.keep = KeepSets(store, settings, self.calls)
             auditor = Auditor(self.distilling.decisions)
             self.ledger = HookLedger(self.calls, settings, auditor, self.index.engine, self._clock)
@@ -108,6 +112,7 @@ class Daemon:
         task_group.start_soon(self.ledger.run)
         task_group.start_soon(self.reviews.run)
         task_group.start_soon(self._build_then_embed)
+        task_group.start_soon(self.follower.run)
         return self
 
     async def __aexit__(
@@ -132,6 +137,7 @@ class Daemon:
             self.store.close()
 
     async def _build_then_embed(self) -> None:
+        await self.follower.start_cursor()
         await self.index.build()
         await self.index.run_embedding()
 
@@ -157,6 +163,7 @@ class Daemon:
             await self.calls(self.store.failed_summary) if self.distilling.state.enabled else (0, "")
         )
         embedder = self.index.engine.embedder
+        behind = await self.follower.behind()
         return Status(
             version=__version__,
             pid=os.getpid(),
@@ -172,6 +179,18 @@ class Daemon:
             index_build_s=self.index.build_s,
             vector_graphs=self.index.vector_graphs,
             embedding_backlog=self.index.backlog,
+            store_follow=None
+            if behind is None
+            else StoreFollow(
+                poll_s=self.follower.poll_s,
+                behind_versions=behind[0],
+                behind_s=round(behind[1], 3),
+                applied=self.follower.applied,
+                last_poll_s_ago=None
+                if self.follower.last_poll is None
+                else round(time.monotonic() - self.follower.last_poll, 3),
+                last_error=self.follower.last_error,
+            ),
             language_model=ModelStatus(
                 endpoint=redact_dsn(self.settings.llm_url),
                 model=self.settings.llm_model,

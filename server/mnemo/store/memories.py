@@ -10,6 +10,10 @@ from mnemo.clock import as_stored
 from mnemo.memories import Memory
 from mnemo.store.connection import Tables
 
+# A memory version's place in the store's commit order: (commit time in the store's microseconds,
+# id, version).
+Commit = tuple[int, str, int]
+_SEQUENCE = "toUnixTimestamp64Micro(committed_at)"
 # Memory model field → column, where the names differ (SQL keywords and reserved-looking names).
 _MEMORY_RENAMES = {"when": "when_text", "where": "where_text"}
 MEMORY_FIELDS = tuple(Memory.model_fields)
@@ -99,6 +103,34 @@ class MemoryTables(Tables):
         """Candidates whose current version is older than ``updated_before``."""
         where = "status = 'candidate' AND updated_at < {before:DateTime64(3, 'UTC')}"
         return self._memories(where, {"before": as_stored(updated_before)}, limit)
+
+    def memory_changes(self, after: Commit, limit: int) -> list[tuple[Commit, Memory]]:
+        """Memory versions committed after ``after`` (every version, not only the newest), in
+        commit order, at most ``limit``: what other daemons wrote, for an index to follow."""
+        sql = (
+            f"SELECT {', '.join(MEMORY_COLUMNS)}, {_SEQUENCE} AS seq FROM memories "
+            "WHERE (seq, id, version) > ({t:Int64}, {id:String}, {v:UInt64}) "
+            f"ORDER BY seq, id, version LIMIT {limit:d}"
+        )
+        with self._db.translated("reading memory changes"):
+            rows = self._db.query(sql, parameters={"t": after[0], "id": after[1], "v": after[2]}).result_rows
+        return [((int(r[-1]), str(r[0]), int(r[1])), _memory_from_row(r[:-1])) for r in rows]
+
+    def commits_after(self, sequence: int) -> tuple[int, int, int]:
+        """Memory versions committed after ``sequence``: how many, the newest one's sequence (or
+        ``sequence``), and the store's clock now, all in the store's microseconds."""
+        sql = (
+            f"SELECT count(), max({_SEQUENCE}), toUnixTimestamp64Micro(now64(6)) FROM memories "
+            "WHERE committed_at > fromUnixTimestamp64Micro({t:Int64}, 'UTC')"
+        )
+        with self._db.translated("reading the newest memory commit"):
+            count, newest, now = self._db.query(sql, parameters={"t": sequence}).result_rows[0]
+        return int(count), max(int(newest), sequence) if count else sequence, int(now)
+
+    def store_clock(self) -> int:
+        """The store's clock, in microseconds since the epoch."""
+        with self._db.translated("reading the store's clock"):
+            return int(self._db.command("SELECT toUnixTimestamp64Micro(now64(6))"))
 
     def memories_page(self, after: str, limit: int) -> list[Memory]:
         """Current memories with ids after ``after``, in id order (keyset pages for the index build).

@@ -278,4 +278,16 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE distill_batches ADD COLUMN IF NOT EXISTS extraction String DEFAULT ''",
         ),
     ),
+    Migration(
+        9,
+        "memory versions carry their commit time",
+        (
+            # The store's own clock at the insert (never a client's): the order in which every
+            # daemon's index follows what the others wrote (mnemo.daemon.following). Existing rows
+            # get the migration's time, once: a default not materialised would be read as "now".
+            "ALTER TABLE memories ADD COLUMN IF NOT EXISTS committed_at DateTime64(6, 'UTC') "
+            "DEFAULT now64(6)",
+            "ALTER TABLE memories MATERIALIZE COLUMN committed_at SETTINGS mutations_sync = 2",
+        ),
+    ),
 )

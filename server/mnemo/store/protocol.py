@@ -111,6 +111,20 @@ class Store(Protocol):
         """Current memories with ids after ``after``, in id order."""
         ...
 
+    def memory_changes(
+        self, after: tuple[int, str, int], limit: int
+    ) -> list[tuple[tuple[int, str, int], Memory]]:
+        """Memory versions committed after ``after`` (store time µs, id, version), in that order."""
+        ...
+
+    def commits_after(self, sequence: int) -> tuple[int, int, int]:
+        """(versions committed after ``sequence``, the newest one's sequence, the store's clock)."""
+        ...
+
+    def store_clock(self) -> int:
+        """The store's clock, µs since the epoch."""
+        ...
+
     # -- vectors and entities ------------------------------------------------------------------
 
     def put_embeddings(

@@ -1,0 +1,122 @@
+"""The index follows the store: what other daemons write to a shared ClickHouse server reaches
+this daemon's in-RAM index within about ``store_poll_s``.
+
+Every memory version carries its commit time by the store's clock (``committed_at``, set by the
+server at the insert; migration 9). Every ``store_poll_s`` seconds the follower reads the versions
+committed after its cursor, a page of at most :data:`PAGE_ROWS` at a time (one page per poll,
+the next right after when it was full), and applies each one newer than the index's copy: a new
+memory is indexed, a new text re-indexed, a close, merge or forget changes its status in place.
+A version the daemon wrote itself is already applied and is skipped.
+
+An insert's rows are stamped when the server takes them and seen when the insert commits, so a
+version stamped a moment before another may become visible after it. The cursor therefore never
+passes the store's clock minus :data:`SETTLE_US`: the last seconds are read again at the next
+poll (applying is idempotent) and a late-visible version is not skipped.
+
+The writer asks for a poll before it judges a session (:meth:`Follower.poll`), so it judges
+against what the store holds, not against what this daemon last saw. An embedded store has one
+process: nothing to follow. ``mnemo status`` shows how far behind the store the index is.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import anyio
+
+from mnemo.daemon.indexing import Indexing
+from mnemo.daemon.storecalls import StoreCalls
+from mnemo.errors import MnemoError
+from mnemo.index.documents import memory_document
+from mnemo.memories import Memory
+
+logger = logging.getLogger(__name__)
+PAGE_ROWS = 1_000
+SETTLE_US = 2_000_000
+
+
+class Follower:
+    def __init__(self, calls: StoreCalls, index: Indexing, poll_s: float, *, enabled: bool) -> None:
+        self._calls = calls
+        self._index = index
+        self.poll_s = poll_s
+        self.enabled = enabled and poll_s > 0
+        self._cursor: tuple[int, str, int] = (0, "", 0)
+        self._lock = anyio.Lock()
+        self.applied = 0  # versions applied since the start
+        self.newest_applied = 0  # the newest commit (store µs) the index holds
+        self.last_poll: float | None = None  # monotonic
+        self.last_error = ""
+
+    async def run(self) -> None:
+        """Poll forever, once the index is built (the build read the store up to its start)."""
+        if not self.enabled:
+            return
+        await self._index.built()
+        while True:
+            full = False
+            try:
+                full = await self.poll()
+                self.last_error = ""
+            except MnemoError as exc:
+                if not self.last_error:
+                    logger.warning("following the store failed: %s", exc)
+                self.last_error = str(exc)
+            await anyio.sleep(0 if full else self.poll_s)
+
+    async def start_cursor(self) -> None:
+        """Before the index build: versions committed from now on are followed (the build reads
+        the store as it stands, the first poll what came during it)."""
+        if self.enabled:
+            clock = await self._calls(self._calls.store.store_clock)
+            self._cursor = (clock - SETTLE_US, "", 0)
+            self.newest_applied = clock
+
+    async def poll(self) -> bool:
+        """Apply one page of what the store committed since the last poll; True when the page
+        was full (more is waiting)."""
+        if not self.enabled:
+            return False
+        async with self._lock:
+            store = self._calls.store
+            changes = await self._calls(store.memory_changes, self._cursor, PAGE_ROWS)
+            self.last_poll = time.monotonic()
+            if not changes:
+                return False
+            newest: dict[str, Memory] = {}
+            for _, memory in changes:
+                if memory.version > getattr(newest.get(memory.id), "version", -1):
+                    newest[memory.id] = memory
+            applied = await anyio.to_thread.run_sync(self._apply, list(newest.values()))
+            if applied:
+                self._index.wake_embedder()
+            self.applied += applied
+            last = changes[-1][0]
+            self.newest_applied = max(self.newest_applied, last[0])
+            full = len(changes) == PAGE_ROWS
+            settled = (await self._calls(store.store_clock) - SETTLE_US, "", 0)
+            # A full page moves on whatever its age (a bulk load must make progress); otherwise
+            # the cursor stops at the settling window, read again next time.
+            self._cursor = last if full or last < settled else max(self._cursor, settled)
+            return full
+
+    def _apply(self, memories: list[Memory]) -> int:
+        engine = self._index.engine
+        applied = 0
+        for memory in memories:
+            held = engine.memory(memory.id)
+            if held is not None and held.version >= memory.version:
+                continue
+            is_text_changed = held is None or memory_document(held).text != memory_document(memory).text
+            self._index.apply(memory, is_text_changed=is_text_changed)
+            applied += 1
+        return applied
+
+    async def behind(self) -> tuple[int, float] | None:
+        """How far the index is behind the store: versions committed after the newest one it
+        applied, and their age in seconds; None when the store is not followed."""
+        if not self.enabled:
+            return None
+        count, newest, _ = await self._calls(self._calls.store.commits_after, self.newest_applied)
+        return count, (newest - self.newest_applied) / 1e6 if count else 0.0

@@ -1,0 +1,204 @@
+"""A test fixture: chDB behind the part of ClickHouse's HTTP interface clickhouse-connect speaks.
+
+No modern ClickHouse server installs on these machines, so the tests of a shared store (several
+daemons on one server, each with its own index) run against this stand-in: one process holding
+an embedded chDB engine, answering clickhouse-connect's HTTP requests — queries with bound
+parameters (``param_*``), results in the format asked for, inserts in Native (compressed or
+not, chunked or not), errors as ClickHouse writes them (status 500, ``X-ClickHouse-Exception-Code``).
+
+It is a fixture, never shipped, and what it cannot show is said wherever a test relies on it:
+it has one user and no authentication, grants, row policies, quotas, replicas or cluster; it
+runs one query at a time; settings sent as URL parameters are ignored (but ``database``).
+
+Run it as ``python -m tests.clickhouse_http DIRECTORY`` (prints ``http://127.0.0.1:PORT`` once
+serving), or from a test with :func:`clickhouse_http_server`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import zlib
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
+
+_FORMAT = re.compile(rb"\bFORMAT\s+(\w+)\s*;?\s*$", re.IGNORECASE)
+_INSERT = re.compile(rb"^\s*INSERT\s+INTO\s+(.+?)\s+FORMAT\s+(\w+)[ \t]*\r?\n?", re.IGNORECASE | re.DOTALL)
+_CODE = re.compile(r"Code:\s*(\d+)")
+
+
+def _decompress(data: bytes, encoding: str) -> bytes:
+    if not encoding:
+        return data
+    if encoding == "lz4":
+        import lz4.frame
+
+        out, rest = [], data
+        while rest:  # one frame per chunk sent
+            decompressor = lz4.frame.LZ4FrameDecompressor()
+            out.append(decompressor.decompress(rest))
+            rest = decompressor.unused_data
+        return b"".join(out)
+    if encoding == "zstd":
+        import zstandard
+
+        return zstandard.ZstdDecompressor().decompressobj().decompress(data)
+    if encoding == "gzip":
+        return gzip.decompress(data)
+    if encoding == "deflate":
+        return zlib.decompress(data)
+    raise ValueError(f"unsupported Content-Encoding {encoding}")
+
+
+class _Engine:
+    """The one chDB connection, one query at a time."""
+
+    def __init__(self, directory: Path) -> None:
+        import chdb
+
+        self._conn = chdb.connect(str(directory))
+        self._lock = threading.Lock()
+        self._database = "default"
+
+    def run(self, sql: bytes, params: dict[str, str], database: str, data: bytes | None) -> tuple[bytes, str]:
+        text = sql.decode()
+        with self._lock:
+            if database and database != self._database:
+                self._conn.query(f"USE `{database}`", "TabSeparated")
+                self._database = database
+            if data is not None:
+                # INSERT … FORMAT Native with its data in the body: chDB reads data from a file.
+                insert = _INSERT.match(sql)
+                assert insert is not None
+                target, fmt = insert.group(1).decode(), insert.group(2).decode()
+                with tempfile.NamedTemporaryFile(suffix="." + fmt.lower()) as tmp:
+                    tmp.write(data)
+                    tmp.flush()
+                    self._conn.query(
+                        f"INSERT INTO {target} FROM INFILE '{tmp.name}' FORMAT {fmt}", "TabSeparated"
+                    )
+                return b"", "TabSeparated"
+            found = _FORMAT.search(sql)
+            fmt = found.group(1).decode() if found else "TabSeparated"
+            if found:
+                text = sql[: found.start()].decode()
+            result = self._conn.query(text, fmt, params=params)
+            return (result.bytes() or b""), fmt
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    engine: _Engine
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self._answer(b"")
+
+    def do_POST(self) -> None:
+        self._answer(self._body())
+
+    def _body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            out = io.BytesIO()
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip(), 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    break
+                out.write(self.rfile.read(size))
+                self.rfile.readline()
+            raw = out.getvalue()
+        else:
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        return _decompress(raw, self.headers.get("Content-Encoding", "").strip().lower())
+
+    def _answer(self, body: bytes) -> None:
+        url = urlsplit(self.path)
+        if url.path == "/ping":
+            self._send(200, b"Ok.\n", {})
+            return
+        args = dict(parse_qsl(url.query, keep_blank_values=True))
+        params = {k.removeprefix("param_"): v for k, v in args.items() if k.startswith("param_")}
+        query = args.get("query", "").encode()
+        data: bytes | None = None
+        if query:
+            sql = query
+            if _INSERT.match(query):
+                data = body
+            elif body:
+                sql = query + b" " + body
+        else:
+            insert = _INSERT.match(body)
+            if insert is not None:
+                sql, data = body[: insert.end()], body[insert.end() :]
+            else:
+                sql = body
+        try:
+            payload, fmt = self.engine.run(sql, params, args.get("database", ""), data)
+        except Exception as exc:  # chDB raises its errors as RuntimeError with ClickHouse's text
+            message = str(exc).strip() or type(exc).__name__
+            code = _CODE.search(message)
+            self._send(
+                500,
+                message.encode() + b"\n",
+                {"X-ClickHouse-Exception-Code": code.group(1) if code else "1001"},
+            )
+            return
+        self._send(200, payload, {"X-ClickHouse-Format": fmt, "X-ClickHouse-Timezone": "UTC"})
+
+    def _send(self, status: int, payload: bytes, headers: dict[str, str]) -> None:
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+def serve(directory: Path) -> None:
+    _Handler.engine = _Engine(directory)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    server.daemon_threads = True
+    print(f"http://127.0.0.1:{server.server_address[1]}", flush=True)
+    server.serve_forever()
+
+
+@contextlib.contextmanager
+def clickhouse_http_server(directory: Path) -> Iterator[str]:
+    """The fixture in its own process (chDB allows one engine per process); yields its URL."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.clickhouse_http", str(directory)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        if not url.startswith("http://"):
+            raise RuntimeError(f"the ClickHouse HTTP fixture did not start (exit {process.wait(10)})")
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+if __name__ == "__main__":
+    serve(Path(sys.argv[1]))

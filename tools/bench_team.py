@@ -1,0 +1,176 @@
+"""Team benchmark: several daemons on one ClickHouse server, how soon each sees the others' writes.
+
+    uv run --frozen python tools/bench_team.py [--daemons 3] [--writes 40] [--store URL]
+
+Without ``--store`` the server is the test fixture (tests/clickhouse_http.py: chDB behind
+ClickHouse's HTTP interface, one query at a time; no real server installs here), in a fresh
+directory. Each daemon runs in its own fresh MNEMO_HOME, as on its own machine, with words-only
+recall (no embedding model: the figure is the store's, not the model's). Printed, as a Markdown
+table with the median and p95:
+
+- staleness: a memory remembered through one daemon (the writers take turns), the time until
+  every other daemon's recall returns it, asked every 20 ms through each daemon's own client;
+- the poll on an idle store: one poll's query (what changed since now), from this process;
+- an idle daemon's CPU: its user + system time over ``--idle-s`` seconds with nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+
+from mnemo.api.recall import RecallRequest
+from mnemo.client.launcher import stop_daemon
+from mnemo.client.typed import DaemonClient
+from mnemo.config import Settings, load_settings
+from mnemo.memories import RememberRequest
+from mnemo.store import open_store
+from mnemo.vocabulary import MemoryType
+from stamp import stamp  # tools/stamp.py, beside this script
+
+REPO = Path(__file__).resolve().parents[1]
+NS = "workspace:bench"
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+@contextlib.contextmanager
+def fixture_server() -> Iterator[str]:
+    sys.path.insert(0, str(REPO))
+    from tests.clickhouse_http import clickhouse_http_server
+
+    with (
+        tempfile.TemporaryDirectory(prefix="mnemo-bench-ch-") as directory,
+        clickhouse_http_server(Path(directory)) as url,
+    ):
+        yield url
+
+
+def daemon_settings(store: str, count: int) -> list[Settings]:
+    made = []
+    for i in range(count):
+        home = Path(tempfile.mkdtemp(prefix="mnemo-team-", dir="/tmp"))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+        env.update(
+            MNEMO_HOME=str(home),
+            MNEMO_DAEMON_IDLE_S="600",
+            MNEMO_PERSON=f"member{i}",
+            MNEMO_STORE=store,
+            MNEMO_EMBEDDER="none",
+        )
+        made.append(load_settings(env))
+    return made
+
+
+async def staleness(settings: list[Settings], writes: int) -> list[float]:
+    """Seconds from a remember's answer until every other daemon recalls the memory."""
+    waits: list[float] = []
+    async with contextlib.AsyncExitStack() as stack:
+        clients = [await stack.enter_async_context(DaemonClient(s)) for s in settings]
+        for client in clients:
+            await client.ensure_started()
+            while not (await client.status()).index_ready:
+                await anyio.sleep(0.05)
+        for i in range(writes):
+            writer = clients[i % len(clients)]
+            token = f"teamtoken{i:04d}x"
+            memory = await writer.remember(
+                RememberRequest(content=f"The {token} setting is on", type=MemoryType.FACT, namespace=NS)
+            )
+            written = time.perf_counter()
+            for reader in clients:
+                if reader is writer:
+                    continue
+                while True:
+                    found = await reader.recall(RecallRequest(query=token, namespace=NS, limit=3))
+                    if any(m.memory.id == memory.id for m in found.memories):
+                        break
+                    await anyio.sleep(0.02)
+            waits.append(time.perf_counter() - written)
+    return waits
+
+
+def poll_query(store_url: str, repeats: int) -> list[float]:
+    store = open_store(store_url)
+    try:
+        clock = store.store_clock()
+        times = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            store.memory_changes((clock, "", 0), 1_000)
+            times.append(time.perf_counter() - started)
+        return times
+    finally:
+        store.close()
+
+
+def daemon_cpu_s(settings: Settings, seconds: float) -> float:
+    pid = int(settings.pid_path.read_text().split()[0])
+    ticks = os.sysconf("SC_CLK_TCK")
+
+    def cpu() -> float:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / ticks
+
+    before = cpu()
+    time.sleep(seconds)
+    return cpu() - before
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--daemons", type=int, default=3)
+    parser.add_argument("--writes", type=int, default=40)
+    parser.add_argument("--idle-s", type=float, default=20.0)
+    parser.add_argument("--store", default="", help="a ClickHouse server's DSN (default: the test fixture)")
+    args = parser.parse_args()
+    with contextlib.ExitStack() as stack:
+        url = args.store or stack.enter_context(fixture_server())
+        settings = daemon_settings(url, args.daemons)
+        try:
+            waits = anyio.run(staleness, settings, args.writes)
+            polls = poll_query(url, 200)
+            idle = daemon_cpu_s(settings[0], args.idle_s)
+        finally:
+            for s in settings:
+                stop_daemon(s)
+                if s.home is not None:
+                    shutil.rmtree(s.home, ignore_errors=True)
+    where = "a ClickHouse server" if args.store else "the test fixture (chDB behind the HTTP interface)"
+    print(stamp())
+    print(
+        f"{args.daemons} daemons on {where}, store_poll_s {settings[0].store_poll_s:g}, "
+        f"{args.writes} writes\n"
+    )
+    print("| measure | median | p95 |")
+    print("|---|---|---|")
+    print(
+        "| staleness: remembered on one, recalled by all the others "
+        f"| {statistics.median(waits) * 1000:,.0f} ms "
+        f"| {percentile(waits, 0.95) * 1000:,.0f} ms |"
+    )
+    print(
+        f"| one poll's query on an idle store | {statistics.median(polls) * 1000:.1f} ms "
+        f"| {percentile(polls, 0.95) * 1000:.1f} ms |"
+    )
+    print(f"| an idle daemon's CPU | {idle / args.idle_s * 100:.2f} % of a core over {args.idle_s:g} s | |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
