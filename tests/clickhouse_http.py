@@ -6,9 +6,13 @@ an embedded chDB engine, answering clickhouse-connect's HTTP requests — querie
 parameters (``param_*``), results in the format asked for, inserts in Native (compressed or
 not, chunked or not), errors as ClickHouse writes them (status 500, ``X-ClickHouse-Exception-Code``).
 
+Users: the fixture takes the user a client names (HTTP basic auth, as clickhouse-connect sends
+it, or ``X-ClickHouse-User``; ``default`` when none) and answers ``currentUser()`` with it, so
+that each daemon is a person as on a server. It checks no password.
+
 It is a fixture, never shipped, and what it cannot show is said wherever a test relies on it:
-it has one user and no authentication, grants, row policies, quotas, replicas or cluster; it
-runs one query at a time; settings sent as URL parameters are ignored (but ``database``).
+no passwords, grants, row policies, quotas, replicas or cluster; one query at a time; settings
+sent as URL parameters are ignored (but ``database``).
 
 Run it as ``python -m tests.clickhouse_http DIRECTORY`` (prints ``http://127.0.0.1:PORT`` once
 serving), or from a test with :func:`clickhouse_http_server`.
@@ -16,6 +20,7 @@ serving), or from a test with :func:`clickhouse_http_server`.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import gzip
 import io
@@ -33,6 +38,7 @@ from urllib.parse import parse_qsl, urlsplit
 _FORMAT = re.compile(rb"\bFORMAT\s+(\w+)\s*;?\s*$", re.IGNORECASE)
 _INSERT = re.compile(rb"^\s*INSERT\s+INTO\s+(.+?)\s+FORMAT\s+(\w+)[ \t]*\r?\n?", re.IGNORECASE | re.DOTALL)
 _CODE = re.compile(r"Code:\s*(\d+)")
+_CURRENT_USER = re.compile(r"\bcurrentUser\(\s*\)", re.IGNORECASE)
 
 
 def _decompress(data: bytes, encoding: str) -> bytes:
@@ -68,7 +74,11 @@ class _Engine:
         self._lock = threading.Lock()
         self._database = "default"
 
-    def run(self, sql: bytes, params: dict[str, str], database: str, data: bytes | None) -> tuple[bytes, str]:
+    def run(
+        self, sql: bytes, params: dict[str, str], database: str, data: bytes | None, user: str
+    ) -> tuple[bytes, str]:
+        literal = "'" + user.replace("\\", "\\\\").replace("'", "\\'") + "'"
+        sql = _CURRENT_USER.sub(literal, sql.decode()).encode()
         text = sql.decode()
         with self._lock:
             if database and database != self._database:
@@ -145,7 +155,7 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 sql = body
         try:
-            payload, fmt = self.engine.run(sql, params, args.get("database", ""), data)
+            payload, fmt = self.engine.run(sql, params, args.get("database", ""), data, self._user(args))
         except Exception as exc:  # chDB raises its errors as RuntimeError with ClickHouse's text
             message = str(exc).strip() or type(exc).__name__
             code = _CODE.search(message)
@@ -156,6 +166,12 @@ class _Handler(BaseHTTPRequestHandler):
             )
             return
         self._send(200, payload, {"X-ClickHouse-Format": fmt, "X-ClickHouse-Timezone": "UTC"})
+
+    def _user(self, args: dict[str, str]) -> str:
+        auth = self.headers.get("Authorization", "")
+        if auth.lower().startswith("basic "):
+            return base64.b64decode(auth[6:]).decode().split(":", 1)[0] or "default"
+        return self.headers.get("X-ClickHouse-User") or args.get("user") or "default"
 
     def _send(self, status: int, payload: bytes, headers: dict[str, str]) -> None:
         self.send_response(status)

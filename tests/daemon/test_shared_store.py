@@ -1,9 +1,11 @@
-"""Several daemons on one ClickHouse server: each one's index follows what the others write.
+"""Several daemons on one ClickHouse server: each one's index follows what the others write, and
+one person's memories never reach another's.
 
 The server is the test fixture of :mod:`tests.clickhouse_http` (chDB behind ClickHouse's HTTP
-interface): it shows the protocol and the store's own clock, not grants, row policies, replicas
-or a real server's concurrency. The daemons and their clients are the real ones, each in its own
-home, as on three machines.
+interface, answering ``currentUser()`` with the user a client names): it shows the protocol, the
+store's own clock and the daemon's own scoping by the server's user, not passwords, grants, row
+policies, replicas or a real server's concurrency. The daemons and their clients are the real
+ones, each in its own home, as on three machines.
 """
 
 from __future__ import annotations
@@ -33,27 +35,28 @@ def server_url() -> Iterator[str]:
 
 @pytest.fixture
 def homes(server_url: str) -> Iterator[list[Home]]:
-    """Three daemons' homes on the one server, words-only recall (no model to load)."""
+    """Three daemons' homes on the one server, each its own server user (ana, ben, eva), words-only
+    recall (no model to load). Every client names the same person: the server's user must win."""
+    host = server_url.removeprefix("http://")
     with ExitStack() as stack:
         made = [stack.enter_context(isolated_home()) for _ in range(3)]
         yield [
-            h.with_env(MNEMO_STORE=server_url, MNEMO_EMBEDDER="none", MNEMO_PERSON=name)
-            for h, name in zip(made, ("ana", "ben", "eva"), strict=True)
+            h.with_env(MNEMO_STORE=f"http://{user}:secret@{host}", MNEMO_EMBEDDER="none", MNEMO_PERSON="ana")
+            for h, user in zip(made, ("ana", "ben", "eva"), strict=True)
         ]
 
 
-def _recalled(home: Home, query: str) -> list[dict[str, object]]:
-    found = json.loads(home.mnemo("recall", query, "--namespace", NS, "--json").stdout)
-    return [r["memory"] for r in found["memories"]]
+def _ids(home: Home, query: str, namespace: str | None = NS) -> set[str]:
+    """The ids recall returns (in ``namespace``; None: every namespace the daemon may read)."""
+    scope = () if namespace is None else ("--namespace", namespace)
+    found = json.loads(home.mnemo("recall", query, *scope, "--json").stdout)
+    return {str(r["memory"]["id"]) for r in found["memories"]}
 
 
-def _ids(home: Home, query: str) -> set[str]:
-    return {str(m["id"]) for m in _recalled(home, query)}
-
-
-def _remember(home: Home, text: str) -> str:
-    out = json.loads(home.mnemo("remember", text, "--type", "fact", "--namespace", NS, "--json").stdout)
-    return str(out["id"])
+def _remember(home: Home, text: str, namespace: str | None = NS) -> str:
+    """Remember a fact (in ``namespace``; None: the person's own)."""
+    scope = () if namespace is None else ("--namespace", namespace)
+    return str(json.loads(home.mnemo("remember", text, "--type", "fact", *scope, "--json").stdout)["id"])
 
 
 def test_what_one_daemon_remembers_the_others_recall_and_a_forget_reaches_them(homes: list[Home]) -> None:
@@ -81,6 +84,26 @@ def test_status_says_how_far_behind_the_store_the_index_is(homes: list[Home]) ->
     assert "with the store; reads others' writes every 1 s" in shown
     follow = json.loads(ana.mnemo("status", "--json").stdout)["store_follow"]
     assert follow["poll_s"] == 1.0 and follow["behind_versions"] >= 0
+
+
+def test_one_persons_memories_never_reach_another_persons_daemon(homes: list[Home]) -> None:
+    ana, ben, _ = homes
+    private = _remember(ana, "My staging API token is kept in 1Password, vault Ana-dev", None)
+    shared = _remember(ana, "The staging API token rotates every 30 days")
+    wait_until(
+        lambda: shared in _ids(ben, "staging API token"), timeout_s=15, what="the shared memory on ben"
+    )
+    assert private in _ids(ana, "staging API token", "person:ana")  # hers, under her name
+
+    assert private not in _ids(ben, "staging API token", None)  # every namespace ben may read
+    assert not _ids(ben, "staging API token", "person:ana")
+    refused = ben.mnemo(
+        "remember", "Ana's token is fine", "--type", "fact", "--namespace", "person:ana", check=False
+    )
+    assert refused.returncode != 0 and "another person's namespace" in refused.stderr
+    status = json.loads(ben.mnemo("status", "--json").stdout)
+    assert status["person"] == "ben"  # its client said ana: the server's user decides
+    assert private not in _ids(ben, "1Password vault", None)
 
 
 def test_an_embedded_store_has_nothing_to_follow(home: Home) -> None:

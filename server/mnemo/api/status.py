@@ -83,6 +83,9 @@ class Status(BaseModel):
     started_at: datetime
     uptime_s: float
     schema_version: int
+    person: str = Field(
+        default="", description="The active person: on a shared server, the user it authenticated."
+    )
     episodes: int
     memories: dict[str, int]
     entities: int

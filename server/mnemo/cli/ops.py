@@ -27,6 +27,11 @@ def cmd_status(args: argparse.Namespace, context: Context) -> int:
     write(f"home       config {where.config_file}, logs {os.path.join(where.log_dir, 'daemon.log')}")
     write(f"daemon     pid {status['pid']}, up {status['uptime_s']:,.1f} s")
     write(f"schema     version {status['schema_version']}")
+    if status.get("person"):
+        whose = (
+            " (the server's user: other people's memories are not read)" if status.get("store_follow") else ""
+        )
+        write(f"person     {status['person']}{whose}")
     write(f"episodes   {status['episodes']:,}")
     write(f"memories   {memories}")
     write(f"entities   {status['entities']:,}")

@@ -70,6 +70,10 @@ class Daemon:
     async def _enter(self) -> Self:
         settings = self.settings
         store: Store = await anyio.to_thread.run_sync(open_store, settings.store)
+        if store.person is not None and store.person != settings.person:
+            # On a server the person is the user it authenticated, whatever the client named.
+            logger.info("the person is %s, the server's user (not %s)", store.person, settings.person)
+            settings = self.settings = settings.model_copy(update={"person": store.person})
         try:
             embedder = await anyio.to_thread.run_sync(load_embedder, settings)
             logger.info("embedding model: %s", embedder.model_id if embedder else "none installed")
@@ -171,6 +175,7 @@ class Daemon:
             started_at=self.started_at,
             uptime_s=round(time.monotonic() - self._started_monotonic, 3),
             schema_version=counts.schema_version,
+            person=self.settings.person,
             episodes=counts.episodes,
             memories=counts.memories_by_status,
             entities=counts.entities,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import re
 import threading
 from datetime import date, datetime
 from pathlib import Path
@@ -22,6 +23,7 @@ from clickhouse_connect.driver.exceptions import ClickHouseError
 
 from mnemo.clock import as_stored, utc_now
 from mnemo.config import redact_dsn
+from mnemo.episodes import NAME_CHARS
 from mnemo.errors import StoreError, StoreLockedError
 from mnemo.store.connection import Connection, first_line
 from mnemo.store.distill import DistillTables
@@ -55,6 +57,8 @@ def open_store(dsn: str) -> ClickHouseStore:
         raise StoreError(f"cannot open the store {shown}: {exc}") from None
     store = ClickHouseStore(client, shown)
     store.migrate()
+    if not dsn.startswith("chdb://"):
+        store.authenticate()
     return store
 
 
@@ -97,6 +101,22 @@ class ClickHouseStore(
 
     def close(self) -> None:
         self._db.close()
+
+    @property
+    def person(self) -> str | None:
+        """On a shared server, the person the server authenticated; None on the embedded store."""
+        return self._db.person
+
+    def authenticate(self) -> None:
+        """On a shared server, the person is the server's user for this connection, never a name
+        the client picks: each person's daemon connects as their own ClickHouse user."""
+        with self._db.translated("asking the server who we are"):
+            user = str(self._db.command("SELECT currentUser()")).strip()
+        if not re.fullmatch(f"{NAME_CHARS}{{1,64}}", user):
+            raise StoreError(
+                f"the server's user {user!r} cannot name a person (1 to 64 characters, no spaces)"
+            )
+        self._db.person = user
 
     # -- schema --------------------------------------------------------------------------------
 
@@ -156,9 +176,13 @@ class ClickHouseStore(
     # -- status --------------------------------------------------------------------------------
 
     def counts(self) -> StoreCounts:
+        where, parameters = self._db.scoped("1", {})
         with self._db.translated("counting rows"):
-            episodes = int(self._db.command("SELECT count() FROM episodes FINAL"))
-            by_status = self._db.query("SELECT status, count() FROM memories FINAL GROUP BY status")
+            episodes = int(self._db.command(f"SELECT count() FROM episodes FINAL WHERE {where}", parameters))
+            by_status = self._db.query(
+                f"SELECT status, count() FROM memories FINAL WHERE {where} GROUP BY status",
+                parameters=parameters,
+            )
             entities = int(self._db.command("SELECT count() FROM entities FINAL"))
         return StoreCounts(
             schema_version=self.schema_version(),

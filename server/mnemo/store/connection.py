@@ -15,9 +15,13 @@ from typing import Any
 
 from clickhouse_connect.driver.exceptions import ClickHouseError
 
-from mnemo.errors import StoreError
+from mnemo.errors import NotAllowedError, StoreError
 
 logger = logging.getLogger(__name__)
+# What a person may read of a shared store's memories and episodes: every namespace but the other
+# people's (person:<name>); ``{scope:String}`` is the reader's own person namespace.
+_SCOPE = "(NOT startsWith(namespace, 'person:') OR namespace = {scope:String})"
+SCOPED_TABLES = frozenset({"memories", "episodes"})
 
 
 def first_line(exc: BaseException) -> str:
@@ -33,6 +37,28 @@ class Connection:
     def __init__(self, client: Any) -> None:
         self._client = client
         self._lock = threading.RLock()
+        # On a shared server: the person the server authenticated (its user). Reads of memories
+        # and episodes then leave out the other people's namespaces, and writes to them are
+        # refused. None on the embedded store, which is one person's.
+        self.person: str | None = None
+
+    def scoped(self, where: str, parameters: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """``where`` narrowed to what this connection's person may read (unchanged when none)."""
+        if self.person is None:
+            return where, parameters
+        return f"({where}) AND {_SCOPE}", {**parameters, "scope": f"person:{self.person}"}
+
+    def check_writable(self, namespaces: Sequence[str], what: str) -> None:
+        """Refuse a write into another person's namespace."""
+        if self.person is None:
+            return
+        mine = f"person:{self.person}"
+        others = sorted({n for n in namespaces if n.startswith("person:") and n != mine})
+        if others:
+            raise NotAllowedError(
+                f"cannot write {what} to {', '.join(others)}: on this server you are {mine}, and "
+                "another person's namespace is theirs alone"
+            )
 
     def query(self, *args: Any, **kwargs: Any) -> Any:
         with self._lock:
@@ -68,7 +94,10 @@ class Connection:
         order: str,
         limit: int,
     ) -> list[Sequence[Any]]:
-        """Rows of ``table`` as of now (FINAL folds versions and re-sent duplicates)."""
+        """Rows of ``table`` as of now (FINAL folds versions and re-sent duplicates); of memories
+        and episodes, only those this connection's person may read."""
+        if table in SCOPED_TABLES:
+            where, parameters = self.scoped(where, parameters)
         sql = f"SELECT {', '.join(columns)} FROM {table} FINAL WHERE {where} ORDER BY {order} LIMIT {limit:d}"
         with self.translated(f"reading {table}"):
             rows: list[Sequence[Any]] = self.query(sql, parameters=parameters).result_rows

@@ -144,12 +144,14 @@ class DistillTables(Tables):
         return read_episodes(self._db, where, parameters, "received_at, id", 100_000)
 
     def sessions_waiting(self, idle_before: datetime) -> list[str]:
-        """Sessions quiet since ``idle_before`` that have episodes past their cursor."""
-        sql = """
+        """Sessions quiet since ``idle_before`` that have episodes past their cursor (of those
+        this store's person may read)."""
+        scoped, parameters = self._db.scoped("session != ''", {"idle_before": as_stored(idle_before)})
+        sql = f"""
             SELECT e.session FROM (
                 SELECT session, max((received_at, id)) AS last FROM episodes FINAL
-                WHERE session != '' GROUP BY session
-                HAVING last.1 < {idle_before:DateTime64(3, 'UTC')}
+                WHERE {scoped} GROUP BY session
+                HAVING last.1 < {{idle_before:DateTime64(3, 'UTC')}}
             ) AS e
             LEFT JOIN (
                 SELECT session, max((last_received, last_episode)) AS done FROM distill_batches FINAL
@@ -159,7 +161,7 @@ class DistillTables(Tables):
             ORDER BY e.last.1
         """
         with self._db.translated("finding sessions to distil"):
-            rows = self._db.query(sql, parameters={"idle_before": as_stored(idle_before)}).result_rows
+            rows = self._db.query(sql, parameters=parameters).result_rows
         return [str(row[0]) for row in rows]
 
     def batch_applied(self, batch_id: str) -> bool:

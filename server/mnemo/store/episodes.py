@@ -30,6 +30,7 @@ class EpisodeTables(Tables):
         change; whether that is an error is the caller's to say)."""
         if not episodes:
             return []
+        self._db.check_writable([e.namespace for e in episodes], "an episode")
         ids = [e.id for e in episodes]
         with self._db.translated("checking episode ids"):
             digests: dict[str, str] = dict(

@@ -17,6 +17,7 @@ from mnemo.store.connection import Tables
 class KeepTables(Tables):
     def kept(self, owner: str) -> tuple[list[str], int]:
         """The set of ``owner`` (``workspace:…`` or ``person:…``) and its version (0: never written)."""
+        self._db.check_writable([owner], "a curated set")  # another person's set is not theirs to read either
         with self._db.translated("reading a curated set"):
             rows = self._db.query(
                 "SELECT entries, version FROM kept WHERE owner = {o:String} ORDER BY version DESC LIMIT 1",
@@ -29,6 +30,7 @@ class KeepTables(Tables):
     def put_kept(
         self, owner: str, version: int, entries: Sequence[str], action: str, by: str, at: datetime
     ) -> None:
+        self._db.check_writable([owner], "a curated set")
         with self._db.translated("writing a curated set"):
             self._db.insert(
                 "kept",

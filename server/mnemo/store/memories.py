@@ -50,6 +50,7 @@ class MemoryTables(Tables):
             "embedding": b"",
             "distill_batch": batch,
         }
+        self._db.check_writable([m.namespace for m in memories], "a memory")
         rows = []
         for memory in memories:
             row = [getattr(memory, f) for f in MEMORY_FIELDS]
@@ -107,24 +108,29 @@ class MemoryTables(Tables):
     def memory_changes(self, after: Commit, limit: int) -> list[tuple[Commit, Memory]]:
         """Memory versions committed after ``after`` (every version, not only the newest), in
         commit order, at most ``limit``: what other daemons wrote, for an index to follow."""
+        where, parameters = self._db.scoped(
+            "(seq, id, version) > ({t:Int64}, {id:String}, {v:UInt64})",
+            {"t": after[0], "id": after[1], "v": after[2]},
+        )
         sql = (
             f"SELECT {', '.join(MEMORY_COLUMNS)}, {_SEQUENCE} AS seq FROM memories "
-            "WHERE (seq, id, version) > ({t:Int64}, {id:String}, {v:UInt64}) "
-            f"ORDER BY seq, id, version LIMIT {limit:d}"
+            f"WHERE {where} ORDER BY seq, id, version LIMIT {limit:d}"
         )
         with self._db.translated("reading memory changes"):
-            rows = self._db.query(sql, parameters={"t": after[0], "id": after[1], "v": after[2]}).result_rows
+            rows = self._db.query(sql, parameters=parameters).result_rows
         return [((int(r[-1]), str(r[0]), int(r[1])), _memory_from_row(r[:-1])) for r in rows]
 
     def commits_after(self, sequence: int) -> tuple[int, int, int]:
         """Memory versions committed after ``sequence``: how many, the newest one's sequence (or
         ``sequence``), and the store's clock now, all in the store's microseconds."""
+        where, parameters = self._db.scoped(
+            "committed_at > fromUnixTimestamp64Micro({t:Int64}, 'UTC')", {"t": sequence}
+        )
         sql = (
-            f"SELECT count(), max({_SEQUENCE}), toUnixTimestamp64Micro(now64(6)) FROM memories "
-            "WHERE committed_at > fromUnixTimestamp64Micro({t:Int64}, 'UTC')"
+            f"SELECT count(), max({_SEQUENCE}), toUnixTimestamp64Micro(now64(6)) FROM memories WHERE {where}"
         )
         with self._db.translated("reading the newest memory commit"):
-            count, newest, now = self._db.query(sql, parameters={"t": sequence}).result_rows[0]
+            count, newest, now = self._db.query(sql, parameters=parameters).result_rows[0]
         return int(count), max(int(newest), sequence) if count else sequence, int(now)
 
     def store_clock(self) -> int:

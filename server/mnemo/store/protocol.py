@@ -111,6 +111,12 @@ class Store(Protocol):
         """Current memories with ids after ``after``, in id order."""
         ...
 
+    @property
+    def person(self) -> str | None:
+        """On a shared server, the person the server authenticated (reads leave out the other
+        people's namespaces); None on the embedded store."""
+        ...
+
     def memory_changes(
         self, after: tuple[int, str, int], limit: int
     ) -> list[tuple[tuple[int, str, int], Memory]]:
