@@ -114,12 +114,7 @@ class Settings(BaseModel):
         description="Prefix EmbeddingGemma puts before a question (its own prompt for retrieval).",
     )
     embedding_dims: int = Field(
-        default=0,
-        ge=0,
-        description=(
-            "Keep this many leading dimensions of a Matryoshka-trained model's vectors "
-            "(EmbeddingGemma: 512, 256 or 128; 0 keeps all)."
-        ),
+        default=0, ge=0, description="Leading dimensions kept of a Matryoshka model's vectors (0: all)."
     )
     llm_url: str = Field(
         default="",
@@ -150,6 +145,9 @@ class Settings(BaseModel):
             "Tokens (prompt + completion, all models) the writer may spend per UTC day; past it, "
             "work waits for the next day. 0: no cap."
         ),
+    )
+    writer: Literal["auto", "always", "never"] = Field(
+        default="auto", description="Whether this daemon distils: auto (when llm_url is set), always, never."
     )
     distill_idle_s: float = Field(
         default=120.0,
@@ -341,6 +339,8 @@ def load_settings(environ: Mapping[str, str] | None = None, *, is_spawned: bool 
             f"llm_url is set (from {sources.get('llm_url', 'defaults')}) but llm_model is empty: "
             'name the model to ask (e.g. llm_model = "qwen2.5-coder:1.5b")'
         )
+    if settings.writer == "always" and not settings.llm_url:
+        raise ConfigError("writer is always, but no llm_url is set: distilling needs a language model")
     if len(os.fsencode(settings.socket_path)) > MAX_SOCKET_PATH_BYTES:
         raise ConfigError(
             f"the daemon socket path {settings.socket_path} is longer than unix sockets allow "

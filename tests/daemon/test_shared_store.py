@@ -20,6 +20,7 @@ import pytest
 
 from tests.clickhouse_http import clickhouse_http_server
 from tests.helpers import Home, isolated_home, wait_until
+from tests.llm_server import LLMServer
 
 NS = "workspace:shop"
 
@@ -109,3 +110,29 @@ def test_one_persons_memories_never_reach_another_persons_daemon(homes: list[Hom
 def test_an_embedded_store_has_nothing_to_follow(home: Home) -> None:
     status = json.loads(home.with_env(MNEMO_EMBEDDER="none").mnemo("status", "--json").stdout)
     assert status["store_follow"] is None
+
+
+def test_one_daemon_holds_the_writer_lease_and_one_set_to_never_does_not_compete(
+    homes: list[Home], llm_server: LLMServer
+) -> None:
+    model = {"MNEMO_LLM_URL": llm_server.url, "MNEMO_LLM_MODEL": "scripted-1"}
+    ana, ben = (h.with_env(**model) for h in homes[:2])
+    eva = homes[2].with_env(**model, MNEMO_WRITER="never")
+
+    def leases() -> list[tuple[bool, str]]:
+        shown = [json.loads(h.mnemo("status", "--json").stdout)["distillation"] for h in (ana, ben, eva)]
+        return [(d["enabled"], d["lease"]) for d in shown]
+
+    wait_until(
+        lambda: sum(lease.startswith("this daemon") for _, lease in leases()) == 1,
+        timeout_s=30,
+        what="one daemon holding the lease",
+    )
+    (ana_on, ana_lease), (ben_on, ben_lease), (eva_on, eva_lease) = leases()
+    assert ana_on and ben_on and not eva_on
+    holder = ana_lease if ana_lease.startswith("this daemon") else ben_lease
+    other = ben_lease if holder is ana_lease else ana_lease
+    assert "s left (token 1)" in holder and not other.startswith(("this daemon", "nobody"))
+    assert not eva_lease.startswith("this daemon") and "(token 1)" in eva_lease
+    refused = json.loads(eva.mnemo("distill", "s-1", "--json", check=False).stdout or "{}")
+    assert refused.get("queued") is False and "writer = never" in refused.get("reason", "")

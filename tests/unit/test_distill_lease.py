@@ -1,13 +1,17 @@
-"""Two writers on one store: only the lease holder writes; one that lost it writes nothing."""
+"""Two writers on one store: only the lease holder writes; one that lost it writes nothing; time
+is the store's, so a daemon's own clock changes nothing; the heartbeat keeps a working writer's
+lease."""
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from mnemo import clock as mnemo_clock
 from mnemo.distill.decide import DecisionModel
-from mnemo.distill.lease import TTL, LeaseLostError, WriterLease
+from mnemo.distill.lease import LeaseLostError, WriterLease
 from mnemo.distill.llm import LLM
 from mnemo.distill.meter import TokenMeter
 from mnemo.distill.writer import Distiller
@@ -17,26 +21,56 @@ from mnemo.store import ClickHouseStore
 from tests.helpers import Clock, Home, record_deploy_day, script_deploy_day
 from tests.llm_server import LLMServer
 
+TTL_S = 1.0  # short, so that a stall past the expiry takes a second of real (store) time
 
-def _clock() -> Clock:
-    return Clock(datetime(2026, 3, 2, 12, 0, tzinfo=UTC))
+
+def _lease(store: ClickHouseStore, holder: str) -> WriterLease:
+    return WriterLease(store, holder, ttl_s=TTL_S, settle_s=0)
 
 
 def test_one_writer_holds_the_lease_until_it_stalls_past_its_expiry(store: ClickHouseStore) -> None:
-    clock = _clock()
-    a = WriterLease(store, "daemon-a", clock, settle_s=0)
-    b = WriterLease(store, "daemon-b", clock, settle_s=0)
+    a, b = _lease(store, "daemon-a"), _lease(store, "daemon-b")
     assert a.acquire() and not b.acquire()
     a.check()
-    clock.now += TTL / 3
-    assert a.acquire() and not b.acquire()  # renewed
     first = a.token
+    time.sleep(TTL_S / 3)
+    assert a.acquire() and not b.acquire()  # still a's
 
-    clock.now += TTL + timedelta(seconds=1)  # a stalls past the expiry
+    time.sleep(TTL_S + 0.2)  # a stalls past the expiry
     assert b.acquire() and b.token == (first or 0) + 1
     with pytest.raises(LeaseLostError, match="held by daemon-b, not by this daemon \\(daemon-a\\)"):
         a.check()
     assert not a.acquire()
+
+
+@pytest.mark.parametrize("skew", [timedelta(minutes=10), timedelta(minutes=-10)])
+def test_a_daemon_whose_clock_is_ten_minutes_off_changes_nothing(
+    store: ClickHouseStore, monkeypatch: pytest.MonkeyPatch, skew: timedelta
+) -> None:
+    # Expiry and "newest claim wins" are the store's clock: the daemons' clocks are never read.
+    real_ns, real_now = time.time_ns, mnemo_clock.utc_now
+    monkeypatch.setattr(time, "time_ns", lambda: real_ns() + int(skew.total_seconds() * 1e9))
+    monkeypatch.setattr(mnemo_clock, "utc_now", lambda: real_now() + skew)
+    a, b = _lease(store, "daemon-a"), _lease(store, "daemon-b")
+    assert a.acquire() and not b.acquire()
+    current = store.read_lease("writer")
+    assert current is not None and 0 < current.remaining_s <= TTL_S
+    time.sleep(TTL_S + 0.2)
+    assert b.acquire() and not a.acquire()
+    assert a.token is None and b.token == 2
+
+
+def test_the_heartbeat_keeps_the_lease_while_the_holder_works(store: ClickHouseStore) -> None:
+    a, b = _lease(store, "daemon-a"), _lease(store, "daemon-b")
+    assert a.acquire()
+    with a.heartbeat():  # a long extraction: three lease lengths
+        deadline = time.monotonic() + 3 * TTL_S
+        while time.monotonic() < deadline:
+            assert not b.acquire()
+            time.sleep(0.1)
+    a.check()
+    time.sleep(TTL_S + 0.2)  # no heartbeat after the work: the lease runs out
+    assert b.acquire()
 
 
 def test_a_writer_that_lost_the_lease_stops_before_it_writes(
@@ -47,17 +81,16 @@ def test_a_writer_that_lost_the_lease_stops_before_it_writes(
     settings = home.with_env(
         MNEMO_LLM_URL=llm_server.url, MNEMO_LLM_MODEL="scripted-1", MNEMO_EMBEDDER="use-multilingual-v3"
     ).settings
-    clock = _clock()
-    a = WriterLease(store, "daemon-a", clock, settle_s=0)
-    b = WriterLease(store, "daemon-b", clock, settle_s=0)
+    clock = Clock(datetime(2026, 3, 2, 12, 0, tzinfo=UTC))
+    a, b = _lease(store, "daemon-a"), _lease(store, "daemon-b")
     assert a.acquire()
     llm = LLM(settings, TokenMeter(store, 0))
     engine = RecallEngine(load_embedder(settings))
 
     def stall(body: dict[str, object]) -> None:
-        """Daemon a stalls while judging: its lease expires and daemon b takes it."""
-        if "Transcript:" not in str(body["messages"]):
-            clock.now += TTL + timedelta(seconds=1)
+        """Daemon a stalls while judging (no heartbeat): its lease expires and daemon b takes it."""
+        if "Transcript:" not in str(body["messages"]) and a.token is not None and b.token is None:
+            time.sleep(TTL_S + 0.2)
             assert b.acquire()
 
     llm_server.on_request = stall

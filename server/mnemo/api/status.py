@@ -55,6 +55,9 @@ class DistillStatus(BaseModel):
         description="Batches whose extraction stayed unusable (stored, never retried)."
     )
     last_failure: str = Field(description="The newest failed batch's error.")
+    lease: str = Field(
+        default="", description="Who holds the writer lease and how long it has left, by the store's clock."
+    )
 
 
 class StoreFollow(BaseModel):

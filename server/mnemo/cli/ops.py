@@ -78,6 +78,8 @@ def _show_model(llm: Doc) -> None:
 
 
 def _show_distillation(distillation: Doc) -> None:
+    if distillation.get("lease"):
+        write(f"writer     lease: {distillation['lease']}")
     if not distillation["enabled"]:
         return
     now = f", distilling {distillation['running']}" if distillation["running"] else ""

@@ -1,10 +1,12 @@
 """The daemon's distillation loop: which session to distil when, and what status says about it.
 
-With a model configured (``llm_url``), the daemon holding the writer lease
-(:mod:`mnemo.distill.lease`; on an embedded store the one daemon always holds it) runs
-:class:`~mnemo.distill.writer.Distiller` on a worker thread, one session at a time:
+With a model configured (``llm_url``) and the ``writer`` setting not ``never``, the daemon holding
+the writer lease (:mod:`mnemo.distill.lease`; on an embedded store the one daemon always holds it)
+runs :class:`~mnemo.distill.writer.Distiller` on a worker thread, one session at a time, the
+lease's heartbeat renewing it all the while:
 
-- at start, once the index is built, batches a stopped writer left started are finished or redone;
+- each time it gains the lease (at start on an embedded store, once the index is built), batches
+  a stopped writer left started are finished or redone;
 - every ``POLL_S`` seconds, sessions quiet for ``distill_idle_s`` with episodes past their cursor;
 - at once, sessions asked for through :meth:`DistillLoop.request` (the API the PreCompact and
   SessionEnd hooks call).
@@ -29,7 +31,8 @@ import anyio.to_thread
 from mnemo.clock import utc_now
 from mnemo.config import Settings
 from mnemo.distill.decide import DecisionModel
-from mnemo.distill.lease import WriterLease
+from mnemo.distill.lease import NAME as LEASE_NAME
+from mnemo.distill.lease import LeaseLostError, WriterLease
 from mnemo.distill.llm import LLM
 from mnemo.distill.meter import TokenMeter
 from mnemo.distill.policy import Approval
@@ -66,26 +69,26 @@ class DistillLoop:
         self._refresh = refresh
         self._meter = meter
         self._idle = timedelta(seconds=settings.distill_idle_s)
-        self.state = DistillState(enabled=bool(settings.llm_url))
+        self.state = DistillState(enabled=bool(settings.llm_url) and settings.writer != "never")
         self._distiller: Distiller | None = None
         self.decisions: DecisionModel | None = None  # also the usage audit's (mnemo.usage.audit)
         # An embedded store opens in one process only: its daemon is the writer, no lease needed
         # (and a lease left by a killed predecessor must not hold the new daemon back).
         self._lease = None if settings.store.startswith("chdb://") else WriterLease(store)
-        if settings.llm_url:
+        if settings.llm_url:  # also the usage audit's, whether or not this daemon distils
             llm = LLM(settings, meter)
             self.decisions = DecisionModel(llm, settings)
-            approval = Approval.from_settings(settings)
-            self._distiller = Distiller(
-                store,
-                engine,
-                llm,
-                self.decisions,
-                lease=self._lease,
-                approval=approval,
-                batch_chars=batch_chars(settings.llm_daily_token_cap),
-                light_pass=settings.light_pass,
-            )
+            if self.state.enabled:
+                self._distiller = Distiller(
+                    store,
+                    engine,
+                    llm,
+                    self.decisions,
+                    lease=self._lease,
+                    approval=Approval.from_settings(settings),
+                    batch_chars=batch_chars(settings.llm_daily_token_cap),
+                    light_pass=settings.light_pass,
+                )
         self._requested: list[str] = []
         self._wake = anyio.Event()
 
@@ -110,16 +113,17 @@ class DistillLoop:
             return
         await index_built()
         backoff = BACKOFF_S[0]
-        recovered = False
+        held = False  # the lease, since the last pass: gaining it means recovering first
         while True:
             wait_s = POLL_S
             try:
                 if self._lease is not None and not await anyio.to_thread.run_sync(self._lease.acquire):
+                    held = False
                     self.state.last_error = "another daemon holds the writer lease; it distils"
                 else:
-                    if not recovered:
-                        self._count(await anyio.to_thread.run_sync(distiller.recover))
-                        recovered = True
+                    if not held:
+                        held = True
+                        self._count(await anyio.to_thread.run_sync(self._working, distiller.recover))
                     await self._distil_due(distiller, flushed)
                     self.state.paused_until, self.state.last_error = None, ""
                     backoff = BACKOFF_S[0]
@@ -130,6 +134,7 @@ class DistillLoop:
                 logger.info("distillation paused: %s", exc)
                 wait_s = max(POLL_S, (self.state.paused_until - utc_now()).total_seconds())
             except Exception as exc:  # the loop outlives a failed batch: it is redone later
+                held = held and not isinstance(exc, LeaseLostError)
                 self.state.last_error = str(exc) if isinstance(exc, MnemoError) else repr(exc)
                 self.state.paused_until = utc_now() + timedelta(seconds=backoff)
                 if isinstance(exc, MnemoError):
@@ -149,11 +154,29 @@ class DistillLoop:
             await self._refresh()  # judged against what the store holds, not what this index last saw
             self.state.running = session
             try:
-                self._count(await anyio.to_thread.run_sync(distiller.distil_session, session))
+                done = await anyio.to_thread.run_sync(self._working, distiller.distil_session, session)
+                self._count(done)
             finally:
                 self.state.running = ""
             if session in self._requested:
                 self._requested.remove(session)
+
+    def _working(self, work: Callable[..., list[BatchResult]], *args: str) -> list[BatchResult]:
+        """``work`` on this worker thread, the lease renewed from another while it runs."""
+        if self._lease is None:
+            return work(*args)
+        with self._lease.heartbeat():
+            return work(*args)
+
+    def lease_state(self) -> str:
+        """Who holds the writer lease and for how long yet, for ``mnemo status`` (a store read)."""
+        if self._lease is None:
+            return "this daemon (the embedded store has one writer)" if self.state.enabled else ""
+        current = self._store.read_lease(LEASE_NAME)
+        if current is None or current.remaining_s <= 0:
+            return "nobody"
+        who = "this daemon" if current.holder == self._lease.holder else current.holder
+        return f"{who}, {current.remaining_s:.0f} s left (token {current.token})"
 
     def _count(self, results: list[BatchResult]) -> None:
         for result in results:

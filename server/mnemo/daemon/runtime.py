@@ -166,6 +166,7 @@ class Daemon:
         failed, last_failure = (
             await self.calls(self.store.failed_summary) if self.distilling.state.enabled else (0, "")
         )
+        lease = await self.calls(self.distilling.lease_state)
         embedder = self.index.engine.embedder
         behind = await self.follower.behind()
         return Status(
@@ -206,14 +207,22 @@ class Daemon:
                 judging=self.distilling.decisions.describe() if self.distilling.decisions else "",
             ),
             distillation=DistillStatus(
-                **dataclasses.asdict(self.distilling.state), failed_batches=failed, last_failure=last_failure
+                **dataclasses.asdict(self.distilling.state),
+                failed_batches=failed,
+                last_failure=last_failure,
+                lease=lease,
             ),
         )
 
     def distil(self, session: str) -> DistillQueued:
         """Distil ``session`` now (the PreCompact and SessionEnd hooks ask this, and POST /v1/distill)."""
         if not self.distilling.state.enabled:
-            return DistillQueued(queued=False, reason="no language model is configured (llm_url, llm_model)")
+            reason = (
+                "this daemon does not distil (writer = never)"
+                if self.settings.llm_url
+                else "no language model is configured (llm_url, llm_model)"
+            )
+            return DistillQueued(queued=False, reason=reason)
         self.distilling.request(session)
         return DistillQueued(queued=True)
 

@@ -5,28 +5,35 @@ Against a ClickHouse server several daemons share the store; the lease is a row 
 expiry and a fencing token. ClickHouse has no compare-and-swap, so a claim is: read the lease; if it
 is free (expired) or ours, write a claim (the token goes up by one when the holder changes); wait
 ``SETTLE_S`` for concurrent claims to land; read back — the newest row wins, and a claimant that
-does not see itself there has lost. The holder renews it well before it expires, and checks it
-right before each commit: a writer that lost the lease (it stalled past the expiry and another
-daemon took over) raises :class:`LeaseLostError` before writing anything.
+does not see itself there has lost.
+
+Time is the **store's**: a claim's expiry is the server's clock plus the TTL, its row's version the
+server's clock when it is inserted, and whether a lease is live is asked of the server — so a
+daemon whose clock runs fast or slow neither blocks the lease for longer nor loses "newest row
+wins". While the holder works (extraction and judging alike), :meth:`WriterLease.heartbeat` renews
+it from a thread every ``ttl / 5``; the holder also checks it right before each commit: a writer
+that lost the lease (it stalled past the expiry and another daemon took over) raises
+:class:`LeaseLostError` before writing anything.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
+import threading
 import time
-from collections.abc import Callable
-from datetime import datetime, timedelta
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-from mnemo.clock import utc_now
 from mnemo.errors import MnemoError
 from mnemo.store import Store
-from mnemo.store.distill import Lease
 
+logger = logging.getLogger(__name__)
 NAME = "writer"
-# Long enough for one memory's judging on a slow local model (up to 11 calls of ~7 s), renewed
-# before each; a dead writer's work moves to another daemon after at most this long.
-TTL = timedelta(minutes=5)
+# A dead writer's work moves to another daemon after at most this long; a live one renews it every
+# fifth of it, extraction or not.
+TTL_S = 300.0
 SETTLE_S = 0.5
 
 
@@ -36,34 +43,39 @@ class LeaseLostError(MnemoError):
 
 class WriterLease:
     def __init__(
-        self,
-        store: Store,
-        holder: str | None = None,
-        clock: Callable[[], datetime] = utc_now,
-        settle_s: float = SETTLE_S,
+        self, store: Store, holder: str | None = None, ttl_s: float = TTL_S, settle_s: float = SETTLE_S
     ) -> None:
         self._store = store
         self.holder = holder or f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
-        self._clock = clock
+        self.ttl_s = ttl_s
         self._settle_s = settle_s
         self.token: int | None = None
+        self._lock = threading.Lock()  # the heartbeat's thread and the writer's
 
     def acquire(self) -> bool:
         """Claim or renew the lease; True if this writer holds it now."""
-        now = self._clock()
+        with self._lock:
+            return self._acquire(force_renew=False)
+
+    def renew(self) -> bool:
+        """Renew a lease this writer holds, whatever time it has left; False if it is lost."""
+        with self._lock:
+            return self.token is not None and self._acquire(force_renew=True)
+
+    def _acquire(self, *, force_renew: bool) -> bool:
         current = self._store.read_lease(NAME)
-        if current is not None and current.holder != self.holder and current.expires_at > now:
+        if current is not None and current.holder != self.holder and current.remaining_s > 0:
             self.token = None
             return False
         is_ours = current is not None and current.holder == self.holder and current.token == self.token
-        if is_ours and current is not None and current.expires_at - now > TTL / 2:
+        if is_ours and not force_renew and current is not None and current.remaining_s > self.ttl_s / 2:
             return True  # renewed recently enough
         token = (
             current.token
             if current is not None and current.holder == self.holder
             else ((current.token if current is not None else 0) + 1)
         )
-        self._store.write_lease(NAME, Lease(self.holder, token, now + TTL))
+        self._store.write_lease(NAME, self.holder, token, self.ttl_s)
         if current is None or current.holder != self.holder:
             time.sleep(self._settle_s)  # let a concurrent claim land before reading who won
         won = self._store.read_lease(NAME)
@@ -78,8 +90,32 @@ class WriterLease:
             or current is None
             or current.holder != self.holder
             or current.token != self.token
-            or current.expires_at <= self._clock()
+            or current.remaining_s <= 0
         ):
             self.token = None
-            holder = current.holder if current is not None else "nobody"
+            holder = current.holder if current is not None and current.remaining_s > 0 else "nobody"
             raise LeaseLostError(f"the writer lease is held by {holder}, not by this daemon ({self.holder})")
+
+    @contextmanager
+    def heartbeat(self) -> Iterator[None]:
+        """Renew the lease every ``ttl / 5`` from a thread while the block runs (a long extraction
+        on a CPU model keeps it). A renewal that finds the lease lost stops the heartbeat; the
+        writer's next check raises."""
+        stop = threading.Event()
+
+        def beat() -> None:
+            while not stop.wait(self.ttl_s / 5):
+                try:
+                    if not self.renew():
+                        logger.warning("the writer lease was lost while %s worked", self.holder)
+                        return
+                except MnemoError as exc:
+                    logger.warning("renewing the writer lease failed: %s", exc)
+
+        thread = threading.Thread(target=beat, name="mnemo-lease-heartbeat", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()

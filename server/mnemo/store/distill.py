@@ -62,7 +62,8 @@ class JudgeLogRow:
 class Lease:
     holder: str
     token: int
-    expires_at: datetime
+    expires_at: datetime  # by the store's clock
+    remaining_s: float  # until it expires, by the store's clock (0 or less: expired)
 
 
 _BATCH_COLUMNS = tuple(f.name for f in fields(Batch))
@@ -197,21 +198,27 @@ class DistillTables(Tables):
     # -- the writer lease --------------------------------------------------------------------
 
     def read_lease(self, name: str) -> Lease | None:
+        """The lease as it stands, its time left by the store's clock (None: never claimed)."""
         sql = (
-            "SELECT holder, token, expires_at FROM writer_lease FINAL WHERE name = {name:String} "
-            "ORDER BY version DESC LIMIT 1"
+            "SELECT holder, token, expires_at, "
+            "(toUnixTimestamp64Milli(expires_at) - toUnixTimestamp64Milli(now64(3))) / 1000 "
+            "FROM writer_lease FINAL WHERE name = {name:String} ORDER BY version DESC LIMIT 1"
         )
         with self._db.translated("reading the writer lease"):
             rows = self._db.query(sql, parameters={"name": name}).result_rows
         if not rows:
             return None
-        holder, token, expires_at = rows[0]
-        return Lease(str(holder), int(token), as_stored(expires_at))
+        holder, token, expires_at, remaining = rows[0]
+        return Lease(str(holder), int(token), as_stored(expires_at), float(remaining))
 
-    def write_lease(self, name: str, lease: Lease) -> None:
+    def write_lease(self, name: str, holder: str, token: int, ttl_s: float) -> None:
+        """Claim or renew: the expiry is the store's clock plus ``ttl_s``, the row's version the
+        store's clock in nanoseconds (the newest claim wins whatever the daemons' clocks say)."""
+        sql = (
+            "INSERT INTO writer_lease (name, holder, token, expires_at, version) "
+            "SELECT {name:String}, {holder:String}, {token:UInt64}, "
+            "now64(3) + toIntervalMillisecond({ttl:UInt64}), toUnixTimestamp64Nano(now64(9))"
+        )
+        parameters = {"name": name, "holder": holder, "token": token, "ttl": round(ttl_s * 1000)}
         with self._db.translated("writing the writer lease"):
-            self._db.insert(
-                "writer_lease",
-                [[name, lease.holder, lease.token, as_stored(lease.expires_at), time.time_ns()]],
-                column_names=["name", "holder", "token", "expires_at", "version"],
-            )
+            self._db.command(sql, parameters)
