@@ -11,9 +11,8 @@ A batch is a pinned stretch of one session's episodes past its cursor, in arriva
    versions — in **one insert**, each row marked with the batch id: that insert is the commit;
 4. recorded as *done*; the session's cursor is the end of its last finished batch.
 
-With a :class:`~mnemo.distill.lease.WriterLease`, it is renewed before each memory is judged (and
-by the daemon's heartbeat throughout) and checked right before step 3: a writer that lost it
-writes nothing and the batch stays started.
+A :class:`~mnemo.distill.lease.WriterLease` is renewed before each memory (and by a heartbeat) and
+checked right before step 3: a writer that lost it writes nothing and the batch stays started.
 
 The extraction is kept in the batch row before the judge runs, so a batch redone after a spent
 token cap or a stop judges the same drafts without asking the model again; under a small daily cap
