@@ -10,6 +10,10 @@ Users: the fixture takes the user a client names (HTTP basic auth, as clickhouse
 it, or ``X-ClickHouse-User``; ``default`` when none) and answers ``currentUser()`` with it, so
 that each daemon is a person as on a server. It checks no password.
 
+``--version V`` makes it answer ``version()`` with V, and, for a V older than 19, fail the query
+clickhouse-connect's handshake sends as ClickHouse 18.16 does ("Unknown identifier: readonly"):
+how mnemo refuses an old server is tested against that stand-in, not the real 18.16.
+
 It is a fixture, never shipped, and what it cannot show is said wherever a test relies on it:
 no passwords, grants, row policies, quotas, replicas or cluster; one query at a time; settings
 sent as URL parameters are ignored (but ``database``).
@@ -39,6 +43,7 @@ _FORMAT = re.compile(rb"\bFORMAT\s+(\w+)\s*;?\s*$", re.IGNORECASE)
 _INSERT = re.compile(rb"^\s*INSERT\s+INTO\s+(.+?)\s+FORMAT\s+(\w+)[ \t]*\r?\n?", re.IGNORECASE | re.DOTALL)
 _CODE = re.compile(r"Code:\s*(\d+)")
 _CURRENT_USER = re.compile(r"\bcurrentUser\(\s*\)", re.IGNORECASE)
+_VERSION = re.compile(r"\bversion\(\s*\)", re.IGNORECASE)
 
 
 def _decompress(data: bytes, encoding: str) -> bytes:
@@ -67,10 +72,11 @@ def _decompress(data: bytes, encoding: str) -> bytes:
 class _Engine:
     """The one chDB connection, one query at a time."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, version: str) -> None:
         import chdb
 
         self._conn = chdb.connect(str(directory))
+        self._version = version
         self._lock = threading.Lock()
         self._database = "default"
 
@@ -79,6 +85,10 @@ class _Engine:
     ) -> tuple[bytes, str]:
         literal = "'" + user.replace("\\", "\\\\").replace("'", "\\'") + "'"
         sql = _CURRENT_USER.sub(literal, sql.decode()).encode()
+        if self._version:
+            if int(self._version.split(".")[0]) < 19 and b"readonly" in sql:
+                raise RuntimeError("Code: 47. DB::Exception: Unknown identifier: readonly")
+            sql = _VERSION.sub(f"'{self._version}'", sql.decode()).encode()
         text = sql.decode()
         with self._lock:
             if database and database != self._database:
@@ -182,8 +192,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
 
-def serve(directory: Path) -> None:
-    _Handler.engine = _Engine(directory)
+def serve(directory: Path, version: str = "") -> None:
+    _Handler.engine = _Engine(directory, version)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     server.daemon_threads = True
     print(f"http://127.0.0.1:{server.server_address[1]}", flush=True)
@@ -191,10 +201,17 @@ def serve(directory: Path) -> None:
 
 
 @contextlib.contextmanager
-def clickhouse_http_server(directory: Path) -> Iterator[str]:
-    """The fixture in its own process (chDB allows one engine per process); yields its URL."""
+def clickhouse_http_server(directory: Path, version: str = "") -> Iterator[str]:
+    """The fixture in its own process (chDB allows one engine per process); yields its URL.
+    ``version``: the server version it claims (see above)."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.clickhouse_http", str(directory)],
+        [
+            sys.executable,
+            "-m",
+            "tests.clickhouse_http",
+            str(directory),
+            *(["--version", version] if version else []),
+        ],
         stdout=subprocess.PIPE,
         text=True,
         cwd=Path(__file__).resolve().parents[1],
@@ -217,4 +234,4 @@ def clickhouse_http_server(directory: Path) -> Iterator[str]:
 
 
 if __name__ == "__main__":
-    serve(Path(sys.argv[1]))
+    serve(Path(sys.argv[1]), sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--version" else "")

@@ -21,18 +21,15 @@ pydantic) are the only modules that read the environment. Every setting has a se
 
 from __future__ import annotations
 
-import getpass
 import json
 import os
-import re
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError
 
+from mnemo.config_sources import check_store_dsn, default_person, read_config_file, redact_dsn
 from mnemo.episodes import NAME_CHARS
 from mnemo.errors import ConfigError
 from mnemo.paths import (
@@ -71,6 +68,17 @@ class Settings(BaseModel):
         default="",
         description="Store DSN: chdb:///absolute/path (embedded) or http(s)://user:pass@host:port/db.",
     )
+    store_password: SecretStr = Field(
+        default=SecretStr(""),
+        description="The server's password (best from MNEMO_STORE_PASSWORD); wins over one in the DSN.",
+    )
+    store_password_file: str = Field(
+        default="", description="A file holding the server's password (when store_password is empty)."
+    )
+    store_ca_file: str = Field(default="", description="CA certificates (PEM) that verify an https server.")
+    store_verify: bool = Field(default=True, description="Verify an https server's certificate.")
+    store_client_cert: str = Field(default="", description="A client certificate (PEM) for an https server.")
+    store_client_key: str = Field(default="", description="The client certificate's key, if not in its file.")
     person: str = Field(
         default="",
         min_length=0,
@@ -280,14 +288,6 @@ _DERIVED = frozenset({"home", "config_file", "run_dir", "log_dir", "index_dir"})
 SETTABLE = tuple(name for name in Settings.model_fields if name not in _DERIVED)
 
 
-def redact_dsn(dsn: str) -> str:
-    parts = urlsplit(dsn)
-    if parts.password is None:
-        return dsn
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
 def load_settings(environ: Mapping[str, str] | None = None, *, is_spawned: bool = False) -> Settings:
     """Read the config file and the environment once; raise ConfigError naming what is wrong.
     ``is_spawned``: this process was started by the spawner (the daemon, or the spawner's own
@@ -300,7 +300,7 @@ def load_settings(environ: Mapping[str, str] | None = None, *, is_spawned: bool 
 
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
-    raw_config, file_values = _read_config_file(config_file)
+    raw_config, file_values = read_config_file(config_file, SETTABLE)
     for key, value in file_values.items():
         values[key] = value
         sources[key] = str(config_file)
@@ -320,7 +320,7 @@ def load_settings(environ: Mapping[str, str] | None = None, *, is_spawned: bool 
     if not values.get("models_dir"):
         values["models_dir"] = str(data_dir.parent / "models")
     if not values.get("person"):
-        values["person"] = _default_person(env)
+        values["person"] = default_person(env)
     index_dir = data_dir.parent / "index"
     values.update(home=home, config_file=config_file, run_dir=run_dir, log_dir=log_dir, index_dir=index_dir)
 
@@ -333,7 +333,7 @@ def load_settings(environ: Mapping[str, str] | None = None, *, is_spawned: bool 
             path = ".".join(str(part) for part in error["loc"]) or "?"
             problems.append(f"{path} (from {sources.get(key, 'defaults')}): {error['msg']}")
         raise ConfigError("invalid mnemo settings: " + "; ".join(problems)) from None
-    _check_store_dsn(settings.store, sources.get("store", "defaults"))
+    check_store_dsn(settings.store, sources.get("store", "defaults"))
     if settings.llm_url and not settings.llm_model:
         raise ConfigError(
             f"llm_url is set (from {sources.get('llm_url', 'defaults')}) but llm_model is empty: "
@@ -348,53 +348,3 @@ def load_settings(environ: Mapping[str, str] | None = None, *, is_spawned: bool 
         )
     settings._inputs_digest = (is_spawned and spawned_digest(env)) or inputs_digest(env, config=raw_config)
     return settings
-
-
-def _read_config_file(path: Path) -> tuple[bytes | None, dict[str, Any]]:
-    """The file's bytes (None when there is none) and its settings."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return None, {}
-    except OSError as exc:
-        raise ConfigError(f"cannot read the config file {path}: {exc.strerror}") from None
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"the config file {path} is not UTF-8: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"the config file {path} is not valid TOML: {exc}") from None
-    unknown = sorted(set(data) - set(SETTABLE))
-    if unknown:
-        raise ConfigError(
-            f"unknown setting(s) {', '.join(unknown)} in {path}; known settings: {', '.join(SETTABLE)}"
-        )
-    return raw, data
-
-
-def _check_store_dsn(dsn: str, source: str) -> None:
-    scheme = urlsplit(dsn).scheme
-    if scheme == "chdb":
-        path = dsn.removeprefix("chdb://")
-        if not path.startswith("/"):
-            raise ConfigError(
-                f"store (from {source}): an embedded store needs an absolute path, chdb:///path"
-            )
-        return
-    if scheme in {"http", "https"}:
-        return
-    raise ConfigError(
-        f"store (from {source}): unsupported DSN {redact_dsn(dsn)!r}; "
-        "use chdb:///absolute/path or http(s)://host:port/database"
-    )
-
-
-def _default_person(env: Mapping[str, str]) -> str:
-    name = env.get("USER") or env.get("LOGNAME")
-    if not name:
-        try:
-            name = getpass.getuser()
-        except (KeyError, OSError):
-            name = "me"
-    # A login name with spaces or control characters cannot name a namespace: made into one.
-    return re.sub(r"[\s\x00-\x1f\x7f-\x9f]+", "-", name.strip())[:64] or "me"

@@ -136,3 +136,37 @@ def test_one_daemon_holds_the_writer_lease_and_one_set_to_never_does_not_compete
     assert not eva_lease.startswith("this daemon") and "(token 1)" in eva_lease
     refused = json.loads(eva.mnemo("distill", "s-1", "--json", check=False).stdout or "{}")
     assert refused.get("queued") is False and "writer = never" in refused.get("reason", "")
+
+
+def test_server_init_creates_the_database_the_store_names_and_a_daemon_then_opens_it(
+    home: Home, server_url: str
+) -> None:
+    team = home.with_env(MNEMO_STORE=f"{server_url}/team_db", MNEMO_EMBEDDER="none")
+    refused = team.mnemo("status", check=False)
+    assert refused.returncode != 0 and "mnemo server init" in refused.stderr
+    for _ in range(2):  # idempotent
+        made = team.mnemo("server", "init").stdout
+        assert "database team_db" in made and "schema version 9" in made
+    assert json.loads(team.mnemo("status", "--json").stdout)["schema_version"] == 9
+
+
+def test_a_server_too_old_for_mnemo_is_refused_by_its_version(home: Home, tmp_path: Path) -> None:
+    with clickhouse_http_server(tmp_path, version="18.16.1") as url:
+        old = home.with_env(MNEMO_STORE=url, MNEMO_EMBEDDER="none")
+        for args in (("status",), ("server", "init")):
+            refused = old.mnemo(*args, check=False)
+            assert refused.returncode != 0
+            assert (
+                "is version 18.16.1, too old for mnemo: it needs ClickHouse 23.8 or newer" in refused.stderr
+            )
+            assert "Traceback" not in refused.stderr
+
+
+def test_the_password_comes_from_the_environment_and_is_never_shown(home: Home, server_url: str) -> None:
+    host = server_url.removeprefix("http://")
+    with_password = home.with_env(
+        MNEMO_STORE=f"http://ana@{host}", MNEMO_STORE_PASSWORD="hunter2-xyz", MNEMO_EMBEDDER="none"
+    )
+    shown = with_password.mnemo("status").stdout + with_password.mnemo("status", "--json").stdout
+    log = (with_password.path / "logs" / "daemon.log").read_text()
+    assert "person     ana" in shown and "hunter2-xyz" not in shown + log

@@ -20,6 +20,7 @@ LAYERS = [
         "mnemo.api",
         "mnemo.clock",
         "mnemo.config",
+        "mnemo.config_sources",
         "mnemo.keep",
         "mnemo.episodes",
         "mnemo.errors",

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mnemo.config import SETTABLE, load_settings, redact_dsn
+from mnemo.config import SETTABLE, load_settings
+from mnemo.config_sources import redact_dsn
 from mnemo.errors import ConfigError
 from tests.helpers import REPO
 

@@ -1,5 +1,5 @@
 """The ``mnemo`` command: remember, recall, recall-episode, forget, keep, review, import, status,
-stats, distill, judge-log, models, daemon.
+stats, distill, judge-log, models, daemon, server.
 
 With ``--json``, recall and recall-episode print exactly the structured output of the MCP tools
 of the same name. Errors go to stderr as ``mnemo: error: …`` with exit status 1 (2 for usage).
@@ -33,6 +33,7 @@ GROUPS = {
     "stats": "ops",
     "models": "ops",
     "daemon": "ops",
+    "server": "server",
 }
 
 

@@ -174,6 +174,9 @@ def build_parser(commands_in_order: list[str] | None = None) -> argparse.Argumen
 
     p = commands.add_parser("daemon", help="start, stop or inspect the background daemon")
     p.add_argument("action", choices=["start", "stop", "status", "run"])
+    p = commands.add_parser("server", help="make a ClickHouse server ready: its database and mnemo's tables")
+    p.add_argument("action", choices=["init"])
+
     if commands_in_order is not None:
         assert sorted(commands.choices) == sorted(commands_in_order), "a command without a handler"
     return parser

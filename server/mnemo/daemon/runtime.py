@@ -27,7 +27,8 @@ from mnemo import __version__
 from mnemo.api.status import DistillStatus, Health, ModelSpend, ModelStatus, Status, StoreFollow
 from mnemo.api.writer import DistillQueued, JudgeLog, JudgeLogEntry
 from mnemo.clock import utc_now
-from mnemo.config import Settings, redact_dsn
+from mnemo.config import Settings
+from mnemo.config_sources import redact_dsn
 from mnemo.daemon.distilling import DistillLoop
 from mnemo.daemon.following import Follower
 from mnemo.daemon.hook_events import HookEvents
@@ -44,6 +45,7 @@ from mnemo.distill.meter import TokenMeter
 from mnemo.embed import load_embedder
 from mnemo.secrets import SecretRedactor
 from mnemo.store import Store, open_store
+from mnemo.store.server import ServerOptions
 from mnemo.usage.audit import Auditor
 
 logger = logging.getLogger(__name__)
@@ -69,7 +71,8 @@ class Daemon:
 
     async def _enter(self) -> Self:
         settings = self.settings
-        store: Store = await anyio.to_thread.run_sync(open_store, settings.store)
+        options = ServerOptions.from_settings(settings)
+        store: Store = await anyio.to_thread.run_sync(open_store, settings.store, options)
         if store.person is not None and store.person != settings.person:
             # On a server the person is the user it authenticated, whatever the client named.
             logger.info("the person is %s, the server's user (not %s)", store.person, settings.person)

@@ -18,7 +18,8 @@ from typing import Any, Literal
 
 import openai
 
-from mnemo.config import Settings, redact_dsn
+from mnemo.config import Settings
+from mnemo.config_sources import redact_dsn
 from mnemo.distill.meter import TokenMeter
 from mnemo.errors import ConfigError, ModelError
 from mnemo.secrets import redact

@@ -22,7 +22,7 @@ import clickhouse_connect
 from clickhouse_connect.driver.exceptions import ClickHouseError
 
 from mnemo.clock import as_stored, utc_now
-from mnemo.config import redact_dsn
+from mnemo.config_sources import redact_dsn
 from mnemo.episodes import NAME_CHARS
 from mnemo.errors import StoreError, StoreLockedError
 from mnemo.store.connection import Connection, first_line
@@ -34,14 +34,18 @@ from mnemo.store.keep import KeepTables
 from mnemo.store.memories import MemoryTables
 from mnemo.store.migrations import CREATE_VERSION_TABLE, MIGRATIONS, VERSION_TABLE
 from mnemo.store.protocol import ModelUsage, StoreCounts
+from mnemo.store.server import ServerOptions, check_version, probe_version
 from mnemo.store.usage import UsageTables
 
 logger = logging.getLogger(__name__)
 
 
-def open_store(dsn: str) -> ClickHouseStore:
-    """Open (creating when needed) and migrate the store at ``dsn``; raise StoreError if it cannot."""
+def open_store(dsn: str, options: ServerOptions | None = None) -> ClickHouseStore:
+    """Open (creating when needed) and migrate the store at ``dsn``; raise StoreError if it cannot.
+    ``options``: a server's password and TLS settings (:mod:`mnemo.store.server`)."""
     shown = redact_dsn(dsn)
+    options = options or ServerOptions()
+    is_server = not dsn.startswith("chdb://")
     if dsn.startswith("chdb://"):
         path = Path(dsn.removeprefix("chdb://"))
         try:
@@ -50,14 +54,29 @@ def open_store(dsn: str) -> ClickHouseStore:
             raise StoreError(f"cannot create the store directory {path}: {exc.strerror}") from None
         _check_not_locked(path)
     try:
-        client = clickhouse_connect.get_client(dsn=dsn)
+        client = clickhouse_connect.get_client(dsn=dsn, **options.client_arguments())
     except ClickHouseError as exc:
+        if is_server:
+            version = probe_version(dsn, options)
+            if version is not None:
+                check_version(version, dsn)  # a server too old for the client's handshake: say so
+            if "UNKNOWN_DATABASE" in str(exc) or "Code: 81" in str(exc):
+                raise StoreError(
+                    f"the store {shown} names a database the server does not have: create it with "
+                    "`mnemo server init` (or CREATE DATABASE as an admin)"
+                ) from None
         raise StoreError(f"cannot open the store {shown}: {first_line(exc)}") from None
     except OSError as exc:
         raise StoreError(f"cannot open the store {shown}: {exc}") from None
     store = ClickHouseStore(client, shown)
+    if is_server:
+        try:
+            check_version(client.server_version or "", dsn)
+        except StoreError:
+            store.close()
+            raise
     store.migrate()
-    if not dsn.startswith("chdb://"):
+    if is_server:
         store.authenticate()
     return store
 

@@ -1,0 +1,73 @@
+"""Where settings come from, beside the Settings model (:mod:`mnemo.config`): the TOML file, the
+store DSN's check, the default person, and a DSN made safe to show."""
+
+from __future__ import annotations
+
+import getpass
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from mnemo.errors import ConfigError
+
+
+def redact_dsn(dsn: str) -> str:
+    parts = urlsplit(dsn)
+    if parts.password is None:
+        return dsn
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def read_config_file(path: Path, settable: Iterable[str]) -> tuple[bytes | None, dict[str, Any]]:
+    """The file's bytes (None when there is none) and its settings."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None, {}
+    except OSError as exc:
+        raise ConfigError(f"cannot read the config file {path}: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"the config file {path} is not UTF-8: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"the config file {path} is not valid TOML: {exc}") from None
+    known = tuple(settable)
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise ConfigError(
+            f"unknown setting(s) {', '.join(unknown)} in {path}; known settings: {', '.join(known)}"
+        )
+    return raw, data
+
+
+def check_store_dsn(dsn: str, source: str) -> None:
+    scheme = urlsplit(dsn).scheme
+    if scheme == "chdb":
+        path = dsn.removeprefix("chdb://")
+        if not path.startswith("/"):
+            raise ConfigError(
+                f"store (from {source}): an embedded store needs an absolute path, chdb:///path"
+            )
+        return
+    if scheme in {"http", "https"}:
+        return
+    raise ConfigError(
+        f"store (from {source}): unsupported DSN {redact_dsn(dsn)!r}; "
+        "use chdb:///absolute/path or http(s)://host:port/database"
+    )
+
+
+def default_person(env: Mapping[str, str]) -> str:
+    name = env.get("USER") or env.get("LOGNAME")
+    if not name:
+        try:
+            name = getpass.getuser()
+        except (KeyError, OSError):
+            name = "me"
+    # A login name with spaces or control characters cannot name a namespace: made into one.
+    return re.sub(r"[\s\x00-\x1f\x7f-\x9f]+", "-", name.strip())[:64] or "me"

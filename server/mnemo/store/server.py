@@ -1,0 +1,140 @@
+"""What opening a ClickHouse server takes beyond its DSN: the password and TLS settings, the
+server's version against the minimum mnemo runs on, and the database created when asked.
+
+A server older than :data:`MIN_VERSION` is refused by name. clickhouse-connect's own handshake
+fails on very old servers before their version can be read through it (ClickHouse 18.16: "Unknown
+identifier: readonly"), so when the handshake fails the version is asked over plain HTTP to say
+why.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import ssl
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import clickhouse_connect
+from clickhouse_connect.driver.exceptions import ClickHouseError
+
+from mnemo.config import Settings
+from mnemo.config_sources import redact_dsn
+from mnemo.errors import ConfigError, StoreError
+
+# The oldest ClickHouse mnemo opens: an LTS release with everything its schema and queries use
+# (DateTime64, named tuples, now64, MATERIALIZE COLUMN, tuple comparisons). Newer is better tested:
+# mnemo's own tests run on chDB 26.9.
+MIN_VERSION = (23, 8)
+_PROBE_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class ServerOptions:
+    """Connection options for a server, from the settings (never shown: the password)."""
+
+    password: str = ""
+    ca_file: str = ""
+    verify: bool = True
+    client_cert: str = ""
+    client_key: str = ""
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ServerOptions:
+        password = settings.store_password.get_secret_value()
+        if not password and settings.store_password_file:
+            path = Path(settings.store_password_file).expanduser()
+            try:
+                password = path.read_text(encoding="utf-8").strip()
+            except OSError as exc:
+                raise ConfigError(f"store_password_file {path}: cannot read it: {exc.strerror}") from None
+        for name in ("store_ca_file", "store_client_cert", "store_client_key"):
+            value = getattr(settings, name)
+            if value and not Path(value).expanduser().is_file():
+                raise ConfigError(f"{name} {value}: no such file")
+        return cls(
+            password,
+            str(Path(settings.store_ca_file).expanduser()) if settings.store_ca_file else "",
+            settings.store_verify,
+            str(Path(settings.store_client_cert).expanduser()) if settings.store_client_cert else "",
+            str(Path(settings.store_client_key).expanduser()) if settings.store_client_key else "",
+        )
+
+    def client_arguments(self) -> dict[str, Any]:
+        """Keyword arguments for clickhouse_connect.get_client, beside the DSN."""
+        out: dict[str, Any] = {}
+        if self.password:
+            out["password"] = self.password
+        if self.ca_file:
+            out["ca_cert"] = self.ca_file
+        if not self.verify:
+            out["verify"] = False
+        if self.client_cert:
+            out["client_cert"] = self.client_cert
+            if self.client_key:
+                out["client_cert_key"] = self.client_key
+        return out
+
+
+def parse_version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
+
+
+def check_version(version: str, dsn: str) -> None:
+    """Refuse a server older than MIN_VERSION, naming both."""
+    found = parse_version(version)
+    if found and found[:2] < MIN_VERSION:
+        needed = ".".join(map(str, MIN_VERSION))
+        raise StoreError(
+            f"the ClickHouse server at {redact_dsn(dsn)} is version {version}, too old for mnemo: "
+            f"it needs ClickHouse {needed} or newer"
+        )
+
+
+def probe_version(dsn: str, options: ServerOptions) -> str | None:
+    """The server's version asked over plain HTTP (``SELECT version()``), or None if it does not
+    answer: for saying why clickhouse-connect's handshake failed."""
+    parts = urlsplit(dsn)
+    port = parts.port or (8443 if parts.scheme == "https" else 8123)
+    url = f"{parts.scheme}://{parts.hostname}:{port}/?query={quote('SELECT version()')}"
+    request = urllib.request.Request(url)
+    user, password = parts.username or "default", options.password or parts.password or ""
+    request.add_header("Authorization", "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode())
+    context = None
+    if parts.scheme == "https":
+        context = ssl.create_default_context(cafile=options.ca_file or None)
+        if not options.verify:
+            context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    try:
+        with urllib.request.urlopen(request, timeout=_PROBE_TIMEOUT_S, context=context) as answer:
+            return str(answer.read(200).decode("utf-8", "replace").strip()) or None
+    except (OSError, urllib.error.URLError, ValueError):
+        return None
+
+
+def create_database(dsn: str, options: ServerOptions) -> str:
+    """Create the DSN's database if it does not exist (``mnemo server init``); its name."""
+    parts = urlsplit(dsn)
+    database = parts.path.strip("/") or "default"
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", database):
+        raise ConfigError(f"store: {database!r} is not a database name mnemo creates (letters, digits, _)")
+    bare = parts._replace(path="", query="").geturl()
+    try:
+        client = clickhouse_connect.get_client(dsn=bare, **options.client_arguments())
+    except ClickHouseError as exc:
+        version = probe_version(dsn, options)
+        if version is not None:
+            check_version(version, dsn)
+        raise StoreError(f"cannot reach the server {redact_dsn(dsn)}: {str(exc).splitlines()[0]}") from None
+    try:
+        check_version(client.server_version or "", dsn)
+        client.command(f"CREATE DATABASE IF NOT EXISTS `{database}`")
+    except ClickHouseError as exc:
+        raise StoreError(f"cannot create the database {database}: {str(exc).splitlines()[0]}") from None
+    finally:
+        client.close()
+    return database
