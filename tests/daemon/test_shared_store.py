@@ -18,8 +18,15 @@ from pathlib import Path
 
 import pytest
 
+from mnemo.distill.decide import DecisionModel
+from mnemo.distill.lease import WriterLease
+from mnemo.distill.llm import LLM
+from mnemo.distill.meter import TokenMeter
+from mnemo.distill.writer import Distiller
+from mnemo.index.live import RecallEngine
+from mnemo.store import open_store
 from tests.clickhouse_http import clickhouse_http_server
-from tests.helpers import Home, isolated_home, wait_until
+from tests.helpers import Home, isolated_home, record_deploy_day, script_deploy_day, wait_until
 from tests.llm_server import LLMServer
 
 NS = "workspace:shop"
@@ -170,3 +177,25 @@ def test_the_password_comes_from_the_environment_and_is_never_shown(home: Home, 
     shown = with_password.mnemo("status").stdout + with_password.mnemo("status", "--json").stdout
     log = (with_password.path / "logs" / "daemon.log").read_text()
     assert "person     ana" in shown and "hunter2-xyz" not in shown + log
+
+
+def test_a_writer_commits_through_the_stores_fence_over_http(
+    home: Home, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    # The fenced commit (staged rows copied in by one INSERT … SELECT that reads the lease) over
+    # the HTTP interface, on a server of its own (no other test's lease to wait out).
+    script_deploy_day(llm_server)
+    settings = home.with_env(MNEMO_LLM_URL=llm_server.url, MNEMO_LLM_MODEL="scripted-1").settings
+    with clickhouse_http_server(tmp_path) as url:
+        store = open_store(url.replace("http://", "http://ana@"))
+        try:
+            record_deploy_day(store, [2])
+            lease = WriterLease(store, "writer-ana", settle_s=0)
+            assert lease.acquire()
+            llm = LLM(settings, TokenMeter(store, 0))
+            writer = Distiller(store, RecallEngine(None), llm, DecisionModel(llm, settings), lease=lease)
+            [done] = writer.distil_session("s2")
+            assert len(done.added) == 1
+            assert [m.what for m in store.memories_page("", 10)] == ["The shop is deployed on Tuesdays"]
+        finally:
+            store.close()

@@ -105,3 +105,38 @@ def test_a_writer_that_lost_the_lease_stops_before_it_writes(
     [done] = writer_b.recover()
     assert done.batch.id == left.id and len(done.added) == 1
     assert [m.what for m in store.memories_page("", 10)] == ["The shop is deployed on Tuesdays"]
+
+
+def test_a_writer_paused_between_its_check_and_its_commit_writes_nothing(
+    home: Home, llm_server: LLMServer, store: ClickHouseStore
+) -> None:
+    # The check passes; then the writer sleeps (a laptop lid closed) past the expiry and daemon b
+    # takes over; then it commits. The store, not the writer, refuses the commit.
+    script_deploy_day(llm_server)
+    record_deploy_day(store, [2])
+    settings = home.with_env(
+        MNEMO_LLM_URL=llm_server.url, MNEMO_LLM_MODEL="scripted-1", MNEMO_EMBEDDER="use-multilingual-v3"
+    ).settings
+    a, b = _lease(store, "daemon-a"), _lease(store, "daemon-b")
+    assert a.acquire()
+    checked = a.check
+
+    def check_then_sleep() -> None:
+        checked()
+        time.sleep(TTL_S + 0.2)
+        assert b.acquire()
+
+    a.check = check_then_sleep  # type: ignore[method-assign]
+    llm = LLM(settings, TokenMeter(store, 0))
+    engine = RecallEngine(load_embedder(settings))
+    clock = Clock(datetime(2026, 3, 2, 12, 0, tzinfo=UTC))
+    writer_a = Distiller(store, engine, llm, DecisionModel(llm, settings), clock=clock, lease=a)
+    with pytest.raises(LeaseLostError, match="moved on before daemon-a's commit; nothing was written"):
+        writer_a.distil_session("s2")
+    assert list(store.memories_page("", 10)) == []
+    [left] = store.started_batches()
+
+    writer_b = Distiller(store, engine, llm, DecisionModel(llm, settings), clock=clock, lease=b)
+    [done] = writer_b.recover()
+    assert done.batch.id == left.id and len(done.added) == 1
+    assert [m.what for m in store.memories_page("", 10)] == ["The shop is deployed on Tuesdays"]

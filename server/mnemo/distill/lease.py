@@ -10,10 +10,13 @@ does not see itself there has lost.
 Time is the **store's**: a claim's expiry is the server's clock plus the TTL, its row's version the
 server's clock when it is inserted, and whether a lease is live is asked of the server — so a
 daemon whose clock runs fast or slow neither blocks the lease for longer nor loses "newest row
-wins". While the holder works (extraction and judging alike), :meth:`WriterLease.heartbeat` renews
-it from a thread every ``ttl / 5``; the holder also checks it right before each commit: a writer
-that lost the lease (it stalled past the expiry and another daemon took over) raises
-:class:`LeaseLostError` before writing anything.
+wins". While the holder works (extraction and judging alike), :meth:`WriterLease.heartbeat`
+renews it from a thread every ``ttl / 5``; the holder checks it before each commit, and the commit
+itself is fenced by the store (:meth:`WriterLease.commit`): the batch's rows are staged, then
+copied into memories by one query that copies them only while the lease is still this writer's.
+A writer that lost the lease — it stalled past the expiry, or paused between its check and its
+commit (a laptop put to sleep), and another daemon took over — raises :class:`LeaseLostError`
+and has written nothing.
 """
 
 from __future__ import annotations
@@ -23,10 +26,11 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from mnemo.errors import MnemoError
+from mnemo.memories import Memory
 from mnemo.store import Store
 
 logger = logging.getLogger(__name__)
@@ -95,6 +99,16 @@ class WriterLease:
             self.token = None
             holder = current.holder if current is not None and current.remaining_s > 0 else "nobody"
             raise LeaseLostError(f"the writer lease is held by {holder}, not by this daemon ({self.holder})")
+
+    def commit(self, rows: Sequence[Memory], *, batch: str) -> None:
+        """A batch's memory rows, committed through the store's fence: copied in only if this
+        writer's lease is still current when the store runs the copy. LeaseLostError otherwise."""
+        lease = (NAME, self.holder, self.token or 0)
+        if not self._store.put_memories_fenced(rows, batch=batch, lease=lease):
+            self.token = None
+            raise LeaseLostError(
+                f"the writer lease moved on before {self.holder}'s commit; nothing was written"
+            )
 
     @contextmanager
     def heartbeat(self) -> Iterator[None]:

@@ -7,16 +7,15 @@ A batch is a pinned stretch of one session's episodes past its cursor, in arriva
 1. recorded as *started*, with its first and last episode, before any model call;
 2. extraction (:mod:`mnemo.distill.extract`), then for each proposal the judge
    (:mod:`mnemo.distill.judge`) against up to 8 current memories near it;
-3. the judge log rows, then every memory row the batch writes — new memories, closed and merged
-   versions — in **one insert**, each row marked with the batch id: that insert is the commit;
+3. the judge log rows, then every memory row the batch writes (new, closed, merged) in **one
+   insert**, each row marked with the batch id: the commit;
 4. recorded as *done*; the session's cursor is the end of its last finished batch.
 
-A :class:`~mnemo.distill.lease.WriterLease` is renewed before each memory (and by a heartbeat) and
-checked right before step 3: a writer that lost it writes nothing and the batch stays started.
+A :class:`~mnemo.distill.lease.WriterLease` is renewed before each memory (and by a heartbeat),
+checked before step 3 and fences its commit in the store: a writer that lost it writes nothing.
 
-The extraction is kept in the batch row before the judge runs, so a batch redone after a spent
-token cap or a stop judges the same drafts without asking the model again; under a small daily cap
-batches are smaller (:func:`batch_chars`), so one never needs more than a day's budget.
+The extraction is kept in the batch row before the judge runs: a batch redone after a spent token
+cap or a stop judges the same drafts without asking again; a small cap makes batches smaller.
 
 A writer stopped anywhere redoes its *started* batches first: one whose rows are in the store is
 only marked done; one whose rows are not is redone over the same episodes. An extraction the model
@@ -114,6 +113,7 @@ class Distiller:
         self._embedder: Embedder | None = engine.embedder
         self._clock = clock
         self._lease = lease
+        self._commit = store.put_memories if lease is None else lease.commit  # fenced by the store
 
     def recover(self) -> list[BatchResult]:
         """Finish or redo the batches a stopped writer left started."""
@@ -256,7 +256,7 @@ class Distiller:
             if rows:
                 entities = {entity_key(e.name): e.name for m in rows for e in m.entities}
                 self._store.upsert_entities([(k, name, []) for k, name in entities.items()])
-                self._store.put_memories(rows, batch=batch.id)  # the commit
+                self._commit(rows, batch=batch.id)
             self._finish(batch, "done", memories=len(result.added))
             self._index(rows, vectors)
         return result

@@ -41,6 +41,38 @@ class MemoryTables(Tables):
     def put_memories(self, memories: Sequence[Memory], *, batch: str = "") -> None:
         """Insert memory versions in one insert (bulk loads, benchmarks, the writer's batches:
         ``batch`` marks every row with the distillation batch that wrote it)."""
+        columns, rows = self._rows(memories, batch)
+        what = f"memory {memories[0].id}" if len(memories) == 1 else f"{len(memories)} memories"
+        with self._db.translated(f"writing {what}"):
+            self._db.insert("memories", rows, column_names=columns)
+
+    def put_memories_fenced(
+        self, memories: Sequence[Memory], *, batch: str, lease: tuple[str, str, int]
+    ) -> bool:
+        """The writer's commit on a shared server, fenced by the store: the rows are staged, then
+        copied into memories by one INSERT … SELECT that copies them only if the lease ``lease``
+        (name, holder, token) is still that holder's and live by the store's clock when the copy
+        runs. True when they were copied; False when the lease had moved on (nothing is written:
+        a writer paused between its check and its commit changes nothing)."""
+        columns, rows = self._rows(memories, batch)
+        name, holder, token = lease
+        listed = ", ".join(columns)
+        copy = (
+            f"INSERT INTO memories ({listed}) SELECT {listed} FROM memories_staged "
+            "WHERE distill_batch = {batch:String} AND (SELECT holder = {holder:String} "
+            "AND token = {token:UInt64} AND expires_at > now64(3) FROM writer_lease FINAL "
+            "WHERE name = {name:String} ORDER BY version DESC LIMIT 1)"
+        )
+        parameters = {"batch": batch, "holder": holder, "token": token, "name": name}
+        with self._db.translated(f"committing {len(rows)} memories of batch {batch}"):
+            self._db.insert("memories_staged", rows, column_names=columns)
+            self._db.command(copy, parameters)
+            copied = self._db.command(
+                "SELECT count() FROM memories WHERE distill_batch = {batch:String}", {"batch": batch}
+            )
+        return int(copied) > 0
+
+    def _rows(self, memories: Sequence[Memory], batch: str) -> tuple[list[str], list[list[Any]]]:
         extra = {
             "injections": 0,
             "uses": 0,
@@ -59,9 +91,7 @@ class MemoryTables(Tables):
             row[_STATUS] = memory.status.value
             row[_ORIGIN] = memory.origin.value
             rows.append(row + list(extra.values()))
-        what = f"memory {memories[0].id}" if len(memories) == 1 else f"{len(memories)} memories"
-        with self._db.translated(f"writing {what}"):
-            self._db.insert("memories", rows, column_names=[*MEMORY_COLUMNS, *extra])
+        return [*MEMORY_COLUMNS, *extra], rows
 
     def _memories(
         self, where: str, parameters: dict[str, Any], limit: int, order: str = "updated_at DESC, id"

@@ -290,4 +290,14 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE memories MATERIALIZE COLUMN committed_at SETTINGS mutations_sync = 2",
         ),
     ),
+    Migration(
+        10,
+        "the writer's staged commits",
+        (
+            # A writer's batch on a shared server is staged here, then copied into memories only if
+            # its lease is still current (mnemo.store.memories.put_memories_fenced); kept a day.
+            "CREATE TABLE IF NOT EXISTS memories_staged AS memories "
+            "ENGINE = MergeTree ORDER BY (distill_batch, id) TTL toDateTime(committed_at) + INTERVAL 1 DAY",
+        ),
+    ),
 )

@@ -117,6 +117,13 @@ class Store(Protocol):
         people's namespaces); None on the embedded store."""
         ...
 
+    def put_memories_fenced(
+        self, memories: Sequence[Memory], *, batch: str, lease: tuple[str, str, int]
+    ) -> bool:
+        """The writer's commit, copied in by the store only while ``lease`` (name, holder, token)
+        is current; False (nothing written) when it is not."""
+        ...
+
     def memory_changes(
         self, after: tuple[int, str, int], limit: int
     ) -> list[tuple[tuple[int, str, int], Memory]]:
