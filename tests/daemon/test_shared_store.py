@@ -25,11 +25,13 @@ from mnemo.distill.meter import TokenMeter
 from mnemo.distill.writer import Distiller
 from mnemo.index.live import RecallEngine
 from mnemo.store import open_store
+from mnemo.store.migrations import MIGRATIONS
 from tests.clickhouse_http import clickhouse_http_server
 from tests.helpers import Home, isolated_home, record_deploy_day, script_deploy_day, wait_until
 from tests.llm_server import LLMServer
 
 NS = "workspace:shop"
+LATEST = MIGRATIONS[-1].version
 
 
 @pytest.fixture(scope="module")
@@ -153,8 +155,8 @@ def test_server_init_creates_the_database_the_store_names_and_a_daemon_then_open
     assert refused.returncode != 0 and "mnemo server init" in refused.stderr
     for _ in range(2):  # idempotent
         made = team.mnemo("server", "init").stdout
-        assert "database team_db" in made and "schema version 9" in made
-    assert json.loads(team.mnemo("status", "--json").stdout)["schema_version"] == 9
+        assert "database team_db" in made and f"schema version {LATEST}" in made
+    assert json.loads(team.mnemo("status", "--json").stdout)["schema_version"] == LATEST
 
 
 def test_a_server_too_old_for_mnemo_is_refused_by_its_version(home: Home, tmp_path: Path) -> None:
