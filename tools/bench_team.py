@@ -29,6 +29,7 @@ from pathlib import Path
 
 import anyio
 
+from bench_store import fresh_home, percentile  # tools/bench_store.py, beside this script
 from mnemo.api.recall import RecallRequest
 from mnemo.client.launcher import stop_daemon
 from mnemo.client.typed import DaemonClient
@@ -36,15 +37,10 @@ from mnemo.config import Settings, load_settings
 from mnemo.memories import RememberRequest
 from mnemo.store import open_store
 from mnemo.vocabulary import MemoryType
-from stamp import stamp  # tools/stamp.py, beside this script
+from stamp import stamp
 
 REPO = Path(__file__).resolve().parents[1]
 NS = "workspace:bench"
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 @contextlib.contextmanager
@@ -60,17 +56,11 @@ def fixture_server() -> Iterator[str]:
 
 
 def daemon_settings(store: str, count: int) -> list[Settings]:
+    """Fresh homes on ``store``, words-only recall."""
     made = []
-    for i in range(count):
-        home = Path(tempfile.mkdtemp(prefix="mnemo-team-", dir="/tmp"))
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
-        env.update(
-            MNEMO_HOME=str(home),
-            MNEMO_DAEMON_IDLE_S="600",
-            MNEMO_PERSON=f"member{i}",
-            MNEMO_STORE=store,
-            MNEMO_EMBEDDER="none",
-        )
+    for _ in range(count):
+        _, env, _ = fresh_home()
+        env.update(MNEMO_STORE=store, MNEMO_EMBEDDER="none")
         made.append(load_settings(env))
     return made
 

@@ -73,9 +73,11 @@ def test_the_heartbeat_keeps_the_lease_while_the_holder_works(store: ClickHouseS
     assert b.acquire()
 
 
-def test_a_writer_that_lost_the_lease_stops_before_it_writes(
+def _two_writers(
     home: Home, llm_server: LLMServer, store: ClickHouseStore
-) -> None:
+) -> tuple[WriterLease, WriterLease, Distiller, Distiller]:
+    """Leases a (held) and b, and a writer with each, on one store; deploy-day session s2 recorded
+    and scripted."""
     script_deploy_day(llm_server)
     record_deploy_day(store, [2])
     settings = home.with_env(
@@ -86,6 +88,26 @@ def test_a_writer_that_lost_the_lease_stops_before_it_writes(
     assert a.acquire()
     llm = LLM(settings, TokenMeter(store, 0))
     engine = RecallEngine(load_embedder(settings))
+    writer_a, writer_b = (
+        Distiller(store, engine, llm, DecisionModel(llm, settings), clock=clock, lease=lease)
+        for lease in (a, b)
+    )
+    return a, b, writer_a, writer_b
+
+
+def _b_redoes_the_batch_a_left(store: ClickHouseStore, writer_b: Distiller) -> None:
+    """Nothing of a's is stored; b, having the lease, redoes a's started batch exactly once."""
+    assert list(store.memories_page("", 10)) == []
+    [left] = store.started_batches()
+    [done] = writer_b.recover()
+    assert done.batch.id == left.id and len(done.added) == 1
+    assert [m.what for m in store.memories_page("", 10)] == ["The shop is deployed on Tuesdays"]
+
+
+def test_a_writer_that_lost_the_lease_stops_before_it_writes(
+    home: Home, llm_server: LLMServer, store: ClickHouseStore
+) -> None:
+    a, b, writer_a, writer_b = _two_writers(home, llm_server, store)
 
     def stall(body: dict[str, object]) -> None:
         """Daemon a stalls while judging (no heartbeat): its lease expires and daemon b takes it."""
@@ -94,17 +116,11 @@ def test_a_writer_that_lost_the_lease_stops_before_it_writes(
             assert b.acquire()
 
     llm_server.on_request = stall
-    writer_a = Distiller(store, engine, llm, DecisionModel(llm, settings), clock=clock, lease=a)
     with pytest.raises(LeaseLostError):
         writer_a.distil_session("s2")
-    assert list(store.memories_page("", 10)) == [] and store.judge_log(10) == []
-    [left] = store.started_batches()  # for the holder to redo
+    assert store.judge_log(10) == []
     llm_server.on_request = None
-
-    writer_b = Distiller(store, engine, llm, DecisionModel(llm, settings), clock=clock, lease=b)
-    [done] = writer_b.recover()
-    assert done.batch.id == left.id and len(done.added) == 1
-    assert [m.what for m in store.memories_page("", 10)] == ["The shop is deployed on Tuesdays"]
+    _b_redoes_the_batch_a_left(store, writer_b)
 
 
 def test_a_writer_paused_between_its_check_and_its_commit_writes_nothing(
@@ -112,13 +128,7 @@ def test_a_writer_paused_between_its_check_and_its_commit_writes_nothing(
 ) -> None:
     # The check passes; then the writer sleeps (a laptop lid closed) past the expiry and daemon b
     # takes over; then it commits. The store, not the writer, refuses the commit.
-    script_deploy_day(llm_server)
-    record_deploy_day(store, [2])
-    settings = home.with_env(
-        MNEMO_LLM_URL=llm_server.url, MNEMO_LLM_MODEL="scripted-1", MNEMO_EMBEDDER="use-multilingual-v3"
-    ).settings
-    a, b = _lease(store, "daemon-a"), _lease(store, "daemon-b")
-    assert a.acquire()
+    a, b, writer_a, writer_b = _two_writers(home, llm_server, store)
     checked = a.check
 
     def check_then_sleep() -> None:
@@ -127,16 +137,6 @@ def test_a_writer_paused_between_its_check_and_its_commit_writes_nothing(
         assert b.acquire()
 
     a.check = check_then_sleep  # type: ignore[method-assign]
-    llm = LLM(settings, TokenMeter(store, 0))
-    engine = RecallEngine(load_embedder(settings))
-    clock = Clock(datetime(2026, 3, 2, 12, 0, tzinfo=UTC))
-    writer_a = Distiller(store, engine, llm, DecisionModel(llm, settings), clock=clock, lease=a)
     with pytest.raises(LeaseLostError, match="moved on before daemon-a's commit; nothing was written"):
         writer_a.distil_session("s2")
-    assert list(store.memories_page("", 10)) == []
-    [left] = store.started_batches()
-
-    writer_b = Distiller(store, engine, llm, DecisionModel(llm, settings), clock=clock, lease=b)
-    [done] = writer_b.recover()
-    assert done.batch.id == left.id and len(done.added) == 1
-    assert [m.what for m in store.memories_page("", 10)] == ["The shop is deployed on Tuesdays"]
+    _b_redoes_the_batch_a_left(store, writer_b)

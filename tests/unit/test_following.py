@@ -12,6 +12,7 @@ from mnemo.daemon import following
 from mnemo.daemon.following import Follower
 from mnemo.daemon.indexing import Indexing
 from mnemo.daemon.storecalls import StoreCalls
+from mnemo.index.live import RecallEngine
 from mnemo.store import ClickHouseStore
 from mnemo.vocabulary import MemoryStatus
 from tests.helpers import make_memory
@@ -19,34 +20,42 @@ from tests.helpers import make_memory
 pytestmark = pytest.mark.anyio
 
 
-def _follower(store: ClickHouseStore) -> Follower:
+async def _started(store: ClickHouseStore) -> tuple[Follower, RecallEngine]:
+    """A follower of ``store`` (as on a shared server) from now on, and the index it applies to."""
     calls = StoreCalls(store)
-    return Follower(calls, Indexing(calls, load_settings({}), None), 1.0, enabled=True)
+    index = Indexing(calls, load_settings({}), None)
+    follower = Follower(calls, index, 1.0, enabled=True)
+    await follower.start_cursor()
+    return follower, index.engine
 
 
-def _late_version(store: ClickHouseStore, memory_id: str, status: str) -> None:
-    """The next version of a memory, stamped half a second before the newest one: as a row the
+def _late_version(store: ClickHouseStore) -> None:
+    """mem_a's next version (forgotten), stamped half a second before its newest: as a row the
     server took earlier but whose insert committed later."""
     store._db.command(
-        "INSERT INTO memories SELECT * REPLACE (version + 1 AS version, {s:String} AS status, "
+        "INSERT INTO memories SELECT * REPLACE (version + 1 AS version, 'forgotten' AS status, "
         "committed_at - INTERVAL 500 MILLISECOND AS committed_at) FROM memories "
-        "WHERE id = {id:String} ORDER BY version DESC LIMIT 1",
-        parameters={"id": memory_id, "s": status},
+        "WHERE id = 'mem_a' ORDER BY version DESC LIMIT 1"
     )
 
 
-async def test_new_versions_are_applied_once_and_a_late_one_is_not_skipped(store: ClickHouseStore) -> None:
-    follower = _follower(store)
-    await follower.start_cursor()
-    now = datetime.now(UTC)
-    store.put_memories([make_memory("mem_a", "The gateway timeout is 600 s", now)])
+async def _one_memory_then_a_late_version(store: ClickHouseStore, follower: Follower) -> None:
+    """mem_a, followed; then a late version of it, and a poll."""
+    store.put_memories([make_memory("mem_a", "The gateway timeout is 600 s", datetime.now(UTC))])
     await follower.poll()
-    engine = follower._index.engine
+    _late_version(store)
+    await follower.poll()
+
+
+async def test_new_versions_are_applied_once_and_a_late_one_is_not_skipped(store: ClickHouseStore) -> None:
+    follower, engine = await _started(store)
+    store.put_memories([make_memory("mem_a", "The gateway timeout is 600 s", datetime.now(UTC))])
+    await follower.poll()
     assert engine.memory("mem_a") is not None and follower.applied == 1
     await follower.poll()  # read again inside the settling window: nothing applied twice
     assert follower.applied == 1
 
-    _late_version(store, "mem_a", "forgotten")
+    _late_version(store)
     await follower.poll()
     held = engine.memory("mem_a")
     assert held is not None and held.version == 2 and held.status is MemoryStatus.FORGOTTEN
@@ -57,13 +66,9 @@ async def test_without_the_settling_window_the_late_version_would_be_missed(
 ) -> None:
     # The window is what the test above relies on: with none, the same late row is skipped.
     monkeypatch.setattr(following, "SETTLE_US", 0)
-    follower = _follower(store)
-    await follower.start_cursor()
-    store.put_memories([make_memory("mem_a", "The gateway timeout is 600 s", datetime.now(UTC))])
-    await follower.poll()
-    _late_version(store, "mem_a", "forgotten")
-    await follower.poll()
-    held = follower._index.engine.memory("mem_a")
+    follower, engine = await _started(store)
+    await _one_memory_then_a_late_version(store, follower)
+    held = engine.memory("mem_a")
     assert held is not None and held.version == 1
 
 
@@ -71,8 +76,7 @@ async def test_a_full_page_moves_the_cursor_on_so_a_bulk_load_is_followed_whole(
     store: ClickHouseStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(following, "PAGE_ROWS", 10)
-    follower = _follower(store)
-    await follower.start_cursor()
+    follower, _ = await _started(store)
     now = datetime.now(UTC)
     store.put_memories([make_memory(f"mem_{i:03d}", f"Setting number {i} is on", now) for i in range(35)])
     pages = 0

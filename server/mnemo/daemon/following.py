@@ -118,5 +118,5 @@ class Follower:
         applied, and their age in seconds; None when the store is not followed."""
         if not self.enabled:
             return None
-        count, newest, _ = await self._calls(self._calls.store.commits_after, self.newest_applied)
+        count, newest = await self._calls(self._calls.store.commits_after, self.newest_applied)
         return count, (newest - self.newest_applied) / 1e6 if count else 0.0

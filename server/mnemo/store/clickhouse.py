@@ -34,7 +34,7 @@ from mnemo.store.keep import KeepTables
 from mnemo.store.memories import MemoryTables
 from mnemo.store.migrations import CREATE_VERSION_TABLE, MIGRATIONS, VERSION_TABLE
 from mnemo.store.protocol import ModelUsage, StoreCounts
-from mnemo.store.server import ServerOptions, check_version, probe_version
+from mnemo.store.server import ServerOptions, connect
 from mnemo.store.usage import UsageTables
 
 logger = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ def open_store(dsn: str, options: ServerOptions | None = None) -> ClickHouseStor
     shown = redact_dsn(dsn)
     options = options or ServerOptions()
     is_server = not dsn.startswith("chdb://")
-    if dsn.startswith("chdb://"):
+    if not is_server:
         path = Path(dsn.removeprefix("chdb://"))
         try:
             path.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -54,27 +54,17 @@ def open_store(dsn: str, options: ServerOptions | None = None) -> ClickHouseStor
             raise StoreError(f"cannot create the store directory {path}: {exc.strerror}") from None
         _check_not_locked(path)
     try:
-        client = clickhouse_connect.get_client(dsn=dsn, **options.client_arguments())
+        client = connect(dsn, options) if is_server else clickhouse_connect.get_client(dsn=dsn)
     except ClickHouseError as exc:
-        if is_server:
-            version = probe_version(dsn, options)
-            if version is not None:
-                check_version(version, dsn)  # a server too old for the client's handshake: say so
-            if "UNKNOWN_DATABASE" in str(exc) or "Code: 81" in str(exc):
-                raise StoreError(
-                    f"the store {shown} names a database the server does not have: create it with "
-                    "`mnemo server init` (or CREATE DATABASE as an admin)"
-                ) from None
+        if is_server and ("UNKNOWN_DATABASE" in str(exc) or "Code: 81" in str(exc)):
+            raise StoreError(
+                f"the store {shown} names a database the server does not have: create it with "
+                "`mnemo server init` (or CREATE DATABASE as an admin)"
+            ) from None
         raise StoreError(f"cannot open the store {shown}: {first_line(exc)}") from None
     except OSError as exc:
         raise StoreError(f"cannot open the store {shown}: {exc}") from None
     store = ClickHouseStore(client, shown)
-    if is_server:
-        try:
-            check_version(client.server_version or "", dsn)
-        except StoreError:
-            store.close()
-            raise
     store.migrate()
     if is_server:
         store.authenticate()

@@ -150,18 +150,16 @@ class MemoryTables(Tables):
             rows = self._db.query(sql, parameters=parameters).result_rows
         return [((int(r[-1]), str(r[0]), int(r[1])), _memory_from_row(r[:-1])) for r in rows]
 
-    def commits_after(self, sequence: int) -> tuple[int, int, int]:
-        """Memory versions committed after ``sequence``: how many, the newest one's sequence (or
-        ``sequence``), and the store's clock now, all in the store's microseconds."""
+    def commits_after(self, sequence: int) -> tuple[int, int]:
+        """Memory versions committed after ``sequence``: how many, and the newest one's sequence
+        (or ``sequence``), in the store's microseconds."""
         where, parameters = self._db.scoped(
             "committed_at > fromUnixTimestamp64Micro({t:Int64}, 'UTC')", {"t": sequence}
         )
-        sql = (
-            f"SELECT count(), max({_SEQUENCE}), toUnixTimestamp64Micro(now64(6)) FROM memories WHERE {where}"
-        )
+        sql = f"SELECT count(), max({_SEQUENCE}) FROM memories WHERE {where}"
         with self._db.translated("reading the newest memory commit"):
-            count, newest, now = self._db.query(sql, parameters=parameters).result_rows[0]
-        return int(count), max(int(newest), sequence) if count else sequence, int(now)
+            count, newest = self._db.query(sql, parameters=parameters).result_rows[0]
+        return int(count), max(int(newest), sequence) if count else sequence
 
     def store_clock(self) -> int:
         """The store's clock, in microseconds since the epoch."""

@@ -130,8 +130,8 @@ class Store(Protocol):
         """Memory versions committed after ``after`` (store time µs, id, version), in that order."""
         ...
 
-    def commits_after(self, sequence: int) -> tuple[int, int, int]:
-        """(versions committed after ``sequence``, the newest one's sequence, the store's clock)."""
+    def commits_after(self, sequence: int) -> tuple[int, int]:
+        """(versions committed after ``sequence``, the newest one's sequence), store µs."""
         ...
 
     def store_clock(self) -> int:

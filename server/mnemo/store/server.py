@@ -25,6 +25,7 @@ from clickhouse_connect.driver.exceptions import ClickHouseError
 from mnemo.config import Settings
 from mnemo.config_sources import redact_dsn
 from mnemo.errors import ConfigError, StoreError
+from mnemo.store.connection import first_line
 
 # The oldest ClickHouse mnemo opens: an LTS release with everything its schema and queries use
 # (DateTime64, named tuples, now64, MATERIALIZE COLUMN, tuple comparisons). Newer is better tested:
@@ -52,17 +53,14 @@ class ServerOptions:
                 password = path.read_text(encoding="utf-8").strip()
             except OSError as exc:
                 raise ConfigError(f"store_password_file {path}: cannot read it: {exc.strerror}") from None
+        files = {}
         for name in ("store_ca_file", "store_client_cert", "store_client_key"):
             value = getattr(settings, name)
-            if value and not Path(value).expanduser().is_file():
+            files[name] = str(Path(value).expanduser()) if value else ""
+            if value and not Path(files[name]).is_file():
                 raise ConfigError(f"{name} {value}: no such file")
-        return cls(
-            password,
-            str(Path(settings.store_ca_file).expanduser()) if settings.store_ca_file else "",
-            settings.store_verify,
-            str(Path(settings.store_client_cert).expanduser()) if settings.store_client_cert else "",
-            str(Path(settings.store_client_key).expanduser()) if settings.store_client_key else "",
-        )
+        ca, cert, key = files.values()
+        return cls(password, ca, settings.store_verify, cert, key)
 
     def client_arguments(self) -> dict[str, Any]:
         """Keyword arguments for clickhouse_connect.get_client, beside the DSN."""
@@ -116,25 +114,40 @@ def probe_version(dsn: str, options: ServerOptions) -> str | None:
         return None
 
 
-def create_database(dsn: str, options: ServerOptions) -> str:
-    """Create the DSN's database if it does not exist (``mnemo server init``); its name."""
+def connect(dsn: str, options: ServerOptions, *, without_database: bool = False) -> Any:
+    """A clickhouse-connect client for the server at ``dsn`` (to its default database if
+    ``without_database``), the server's version checked: one too old is refused by name, also when
+    the client's own handshake fails on it. Other failures raise ClickHouseError."""
     parts = urlsplit(dsn)
-    database = parts.path.strip("/") or "default"
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", database):
-        raise ConfigError(f"store: {database!r} is not a database name mnemo creates (letters, digits, _)")
-    bare = parts._replace(path="", query="").geturl()
+    target = parts._replace(path="", query="").geturl() if without_database else dsn
     try:
-        client = clickhouse_connect.get_client(dsn=bare, **options.client_arguments())
-    except ClickHouseError as exc:
+        client = clickhouse_connect.get_client(dsn=target, **options.client_arguments())
+    except ClickHouseError:
         version = probe_version(dsn, options)
         if version is not None:
             check_version(version, dsn)
-        raise StoreError(f"cannot reach the server {redact_dsn(dsn)}: {str(exc).splitlines()[0]}") from None
+        raise
     try:
         check_version(client.server_version or "", dsn)
+    except StoreError:
+        client.close()
+        raise
+    return client
+
+
+def create_database(dsn: str, options: ServerOptions) -> str:
+    """Create the DSN's database if it does not exist (``mnemo server init``); its name."""
+    database = urlsplit(dsn).path.strip("/") or "default"
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", database):
+        raise ConfigError(f"store: {database!r} is not a database name mnemo creates (letters, digits, _)")
+    try:
+        client = connect(dsn, options, without_database=True)
+    except ClickHouseError as exc:
+        raise StoreError(f"cannot reach the server {redact_dsn(dsn)}: {first_line(exc)}") from None
+    try:
         client.command(f"CREATE DATABASE IF NOT EXISTS `{database}`")
     except ClickHouseError as exc:
-        raise StoreError(f"cannot create the database {database}: {str(exc).splitlines()[0]}") from None
+        raise StoreError(f"cannot create the database {database}: {first_line(exc)}") from None
     finally:
         client.close()
     return database
