@@ -8,15 +8,17 @@ not, chunked or not), errors as ClickHouse writes them (status 500, ``X-ClickHou
 
 Users: the fixture takes the user a client names (HTTP basic auth, as clickhouse-connect sends
 it, or ``X-ClickHouse-User``; ``default`` when none) and answers ``currentUser()`` with it, so
-that each daemon is a person as on a server. It checks no password.
+that each daemon is a person as on a server. It checks no password, but for the users given one
+with ``--password USER=SECRET``: a wrong one is answered as ClickHouse answers it
+(AUTHENTICATION_FAILED, code 516), so that mnemo's message for bad credentials can be tested.
 
 ``--version V`` makes it answer ``version()`` with V, and, for a V older than 19, fail the query
 clickhouse-connect's handshake sends as ClickHouse 18.16 does ("Unknown identifier: readonly"):
 how mnemo refuses an old server is tested against that stand-in, not the real 18.16.
 
 It is a fixture, never shipped, and what it cannot show is said wherever a test relies on it:
-no passwords, grants, row policies, quotas, replicas or cluster; one query at a time; settings
-sent as URL parameters are ignored (but ``database``).
+no real users (a password only as above), grants, row policies, quotas, replicas or cluster;
+one query at a time; settings sent as URL parameters are ignored (but ``database``).
 
 Run it as ``python -m tests.clickhouse_http DIRECTORY`` (prints ``http://127.0.0.1:PORT`` once
 serving), or from a test with :func:`clickhouse_http_server`.
@@ -24,6 +26,7 @@ serving), or from a test with :func:`clickhouse_http_server`.
 
 from __future__ import annotations
 
+import argparse
 import base64
 import contextlib
 import gzip
@@ -37,6 +40,7 @@ import zlib
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 from urllib.parse import parse_qsl, urlsplit
 
 _FORMAT = re.compile(rb"\bFORMAT\s+(\w+)\s*;?\s*$", re.IGNORECASE)
@@ -117,6 +121,7 @@ class _Engine:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     engine: _Engine
+    passwords: ClassVar[dict[str, str]] = {}
 
     def log_message(self, format: str, *args: object) -> None:
         pass
@@ -164,8 +169,16 @@ class _Handler(BaseHTTPRequestHandler):
                 sql, data = body[: insert.end()], body[insert.end() :]
             else:
                 sql = body
+        user, password = self._credentials(args)
+        if user in self.passwords and self.passwords[user] != password:
+            message = (
+                f"Code: 516. DB::Exception: {user}: Authentication failed: password is incorrect, "
+                "or there is no user with such name. (AUTHENTICATION_FAILED)"
+            )
+            self._send(403, message.encode() + b"\n", {"X-ClickHouse-Exception-Code": "516"})
+            return
         try:
-            payload, fmt = self.engine.run(sql, params, args.get("database", ""), data, self._user(args))
+            payload, fmt = self.engine.run(sql, params, args.get("database", ""), data, user)
         except Exception as exc:  # chDB raises its errors as RuntimeError with ClickHouse's text
             message = str(exc).strip() or type(exc).__name__
             code = _CODE.search(message)
@@ -177,11 +190,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._send(200, payload, {"X-ClickHouse-Format": fmt, "X-ClickHouse-Timezone": "UTC"})
 
-    def _user(self, args: dict[str, str]) -> str:
+    def _credentials(self, args: dict[str, str]) -> tuple[str, str]:
         auth = self.headers.get("Authorization", "")
         if auth.lower().startswith("basic "):
-            return base64.b64decode(auth[6:]).decode().split(":", 1)[0] or "default"
-        return self.headers.get("X-ClickHouse-User") or args.get("user") or "default"
+            user, _, password = base64.b64decode(auth[6:]).decode().partition(":")
+            return user or "default", password
+        user = self.headers.get("X-ClickHouse-User") or args.get("user") or "default"
+        return user, self.headers.get("X-ClickHouse-Key") or args.get("password") or ""
 
     def _send(self, status: int, payload: bytes, headers: dict[str, str]) -> None:
         self.send_response(status)
@@ -192,8 +207,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
 
-def serve(directory: Path, version: str = "") -> None:
+def serve(directory: Path, version: str = "", passwords: dict[str, str] | None = None) -> None:
     _Handler.engine = _Engine(directory, version)
+    _Handler.passwords = dict(passwords or {})
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     server.daemon_threads = True
     print(f"http://127.0.0.1:{server.server_address[1]}", flush=True)
@@ -201,9 +217,11 @@ def serve(directory: Path, version: str = "") -> None:
 
 
 @contextlib.contextmanager
-def clickhouse_http_server(directory: Path, version: str = "") -> Iterator[str]:
+def clickhouse_http_server(
+    directory: Path, version: str = "", passwords: dict[str, str] | None = None
+) -> Iterator[str]:
     """The fixture in its own process (chDB allows one engine per process); yields its URL.
-    ``version``: the server version it claims (see above)."""
+    ``version``: the server version it claims; ``passwords``: users whose password it checks."""
     process = subprocess.Popen(
         [
             sys.executable,
@@ -211,6 +229,11 @@ def clickhouse_http_server(directory: Path, version: str = "") -> Iterator[str]:
             "tests.clickhouse_http",
             str(directory),
             *(["--version", version] if version else []),
+            *(
+                arg
+                for user, secret in (passwords or {}).items()
+                for arg in ("--password", f"{user}={secret}")
+            ),
         ],
         stdout=subprocess.PIPE,
         text=True,
@@ -234,4 +257,9 @@ def clickhouse_http_server(directory: Path, version: str = "") -> Iterator[str]:
 
 
 if __name__ == "__main__":
-    serve(Path(sys.argv[1]), sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--version" else "")
+    cli = argparse.ArgumentParser(prog="python -m tests.clickhouse_http")
+    cli.add_argument("directory", type=Path)
+    cli.add_argument("--version", default="")
+    cli.add_argument("--password", action="append", default=[], metavar="USER=SECRET")
+    options = cli.parse_args()
+    serve(options.directory, options.version, dict(p.split("=", 1) for p in options.password))

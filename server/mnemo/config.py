@@ -101,6 +101,14 @@ class Settings(BaseModel):
     request_timeout_s: float = Field(
         default=30.0, gt=0, description="How long a client waits for one answer from the daemon."
     )
+    store_cluster: str = Field(
+        default="",
+        pattern=r"^([A-Za-z_][A-Za-z0-9_\-]{0,63})?$",
+        description="A ClickHouse cluster: tables Replicated*, schema changes ON CLUSTER.",
+    )
+    store_read_your_writes: Literal["off", "quorum", "sequential"] = Field(
+        default="off", description="Replica consistency: quorum inserts and sequential reads, or reads only."
+    )
     store_poll_s: float = Field(
         default=1.0, ge=0, le=60, description="Seconds between reads of others' writes on a server (0: off)."
     )

@@ -174,8 +174,19 @@ def build_parser(commands_in_order: list[str] | None = None) -> argparse.Argumen
 
     p = commands.add_parser("daemon", help="start, stop or inspect the background daemon")
     p.add_argument("action", choices=["start", "stop", "status", "run"])
-    p = commands.add_parser("server", help="make a ClickHouse server ready: its database and mnemo's tables")
-    p.add_argument("action", choices=["init"])
+    p = commands.add_parser("server", help="make a ClickHouse server ready: database, tables, access")
+    p.add_argument("action", choices=["init", "setup"])
+    p.add_argument("--member", action="append", default=[], help="setup: a server user given mnemo's role")
+    p.add_argument(
+        "--workspace",
+        action="append",
+        default=[],
+        metavar="ID=USER[,USER…]",
+        help="setup: a workspace only these members may read (others: every member)",
+    )
+    p.add_argument(
+        "--apply", action="store_true", help="setup: run the SQL (as an admin) instead of printing it"
+    )
 
     if commands_in_order is not None:
         assert sorted(commands.choices) == sorted(commands_in_order), "a command without a handler"

@@ -25,14 +25,14 @@ from mnemo.clock import as_stored, utc_now
 from mnemo.config_sources import redact_dsn
 from mnemo.episodes import NAME_CHARS
 from mnemo.errors import StoreError, StoreLockedError
-from mnemo.store.connection import Connection, first_line
+from mnemo.store.connection import Connection, explained
 from mnemo.store.distill import DistillTables
 from mnemo.store.embeddings import EmbeddingTables
 from mnemo.store.entities import EntityTables
 from mnemo.store.episodes import EpisodeTables
 from mnemo.store.keep import KeepTables
 from mnemo.store.memories import MemoryTables
-from mnemo.store.migrations import CREATE_VERSION_TABLE, MIGRATIONS, VERSION_TABLE
+from mnemo.store.migrations import CREATE_VERSION_TABLE, MIGRATIONS, VERSION_TABLE, for_cluster
 from mnemo.store.protocol import ModelUsage, StoreCounts
 from mnemo.store.server import ServerOptions, connect
 from mnemo.store.usage import UsageTables
@@ -61,10 +61,10 @@ def open_store(dsn: str, options: ServerOptions | None = None) -> ClickHouseStor
                 f"the store {shown} names a database the server does not have: create it with "
                 "`mnemo server init` (or CREATE DATABASE as an admin)"
             ) from None
-        raise StoreError(f"cannot open the store {shown}: {first_line(exc)}") from None
+        raise StoreError(f"cannot open the store {shown}: {explained(exc)}") from None
     except OSError as exc:
         raise StoreError(f"cannot open the store {shown}: {exc}") from None
-    store = ClickHouseStore(client, shown)
+    store = ClickHouseStore(client, shown, options.cluster)
     store.migrate()
     if is_server:
         store.authenticate()
@@ -101,9 +101,10 @@ class ClickHouseStore(
     """Episodes, memories and entities in ClickHouse. Construct with :func:`open_store`.
     Safe to call from several threads (calls are serialised)."""
 
-    def __init__(self, client: Any, dsn_for_display: str) -> None:
+    def __init__(self, client: Any, dsn_for_display: str, cluster: str = "") -> None:
         super().__init__(Connection(client))
         self.dsn_for_display = dsn_for_display
+        self.cluster = cluster  # a replicated cluster's name: its schema changes run ON CLUSTER
         # Held by whoever reads a memory's current version to write the next one (the writer's
         # commit, review steps, forget), so that two of them never write the same version.
         self.versions_lock = threading.RLock()
@@ -134,9 +135,14 @@ class ClickHouseStore(
             return int(self._db.command(f"SELECT max(version) FROM {VERSION_TABLE}") or 0)
 
     def migrate(self) -> int:
-        """Apply the migrations above the recorded version; return the version reached."""
-        with self._db.translated("creating the schema version table"):
-            self._db.command(CREATE_VERSION_TABLE)
+        """Apply the migrations above the recorded version; return the version reached. A schema
+        already current is only read, so a server user with no right to change tables (a team's
+        member) opens it; one behind is an error naming what to run when that user may not."""
+        with self._db.translated("reading the schema version"):
+            exists = int(self._db.command(f"EXISTS TABLE {VERSION_TABLE}") or 0)
+        if not exists:
+            with self._db.translated("creating the schema version table"):
+                self._db.command(for_cluster(CREATE_VERSION_TABLE, self.cluster))
         current = self.schema_version()
         latest = MIGRATIONS[-1].version
         if current > latest:
@@ -149,7 +155,7 @@ class ClickHouseStore(
                 continue
             with self._db.translated(f"applying migration {migration.version} ({migration.name})"):
                 for statement in migration.statements:
-                    self._db.command(statement)
+                    self._db.command(for_cluster(statement, self.cluster))
                 self._db.insert(
                     VERSION_TABLE,
                     [[migration.version, migration.name, utc_now()]],

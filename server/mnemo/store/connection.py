@@ -29,6 +29,19 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def explained(exc: BaseException) -> str:
+    """A server's error, first line, with what to do when it is about credentials or grants."""
+    text = first_line(exc)
+    if "AUTHENTICATION_FAILED" in text or "Code: 516" in text:
+        return f"{text} — check the user in the store DSN and store_password (or store_password_file)"
+    if "ACCESS_DENIED" in text or "Code: 497" in text:
+        return (
+            f"{text} — your server user lacks that grant: an admin gives it with "
+            "`mnemo server setup --apply` (a member's access) or runs `mnemo server init` (the schema)"
+        )
+    return text
+
+
 class Connection:
     """A clickhouse-connect client whose calls run one at a time: the daemon's event loop, its
     embedding and the writer's thread all use the one connection, and a chDB session is not made
@@ -83,7 +96,7 @@ class Connection:
             yield
         except ClickHouseError as exc:
             logger.warning("store error while %s: %s", action, exc)
-            raise StoreError(f"the store failed while {action}: {first_line(exc)}") from None
+            raise StoreError(f"the store failed while {action}: {explained(exc)}") from None
 
     def current_rows(
         self,

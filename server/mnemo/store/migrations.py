@@ -7,6 +7,7 @@ runs unchanged on embedded chDB and on a ClickHouse server.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 VERSION_TABLE = "mnemo_schema_versions"
@@ -301,3 +302,16 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
 )
+
+_DDL_TARGET = re.compile(r"^(\s*(?:CREATE TABLE IF NOT EXISTS|ALTER TABLE) [A-Za-z_][A-Za-z0-9_]*)")
+_ENGINE = re.compile(r"ENGINE = (Replacing)?MergeTree\b")
+
+
+def for_cluster(statement: str, cluster: str) -> str:
+    """A migration's statement for a replicated cluster (the ``store_cluster`` setting): run
+    ``ON CLUSTER`` on every node, each table a Replicated* engine at the server's default replica
+    path. Unchanged when ``cluster`` is empty (one server, ClickHouse Cloud, embedded chDB)."""
+    if not cluster:
+        return statement
+    statement = _DDL_TARGET.sub(lambda m: f"{m.group(1)} ON CLUSTER `{cluster}`", statement, count=1)
+    return _ENGINE.sub(lambda m: f"ENGINE = Replicated{m.group(1) or ''}MergeTree", statement)

@@ -25,13 +25,22 @@ from clickhouse_connect.driver.exceptions import ClickHouseError
 from mnemo.config import Settings
 from mnemo.config_sources import redact_dsn
 from mnemo.errors import ConfigError, StoreError
-from mnemo.store.connection import first_line
+from mnemo.store.connection import explained
 
 # The oldest ClickHouse mnemo opens: an LTS release with everything its schema and queries use
 # (DateTime64, named tuples, now64, MATERIALIZE COLUMN, tuple comparisons). Newer is better tested:
 # mnemo's own tests run on chDB 26.9.
 MIN_VERSION = (23, 8)
 _PROBE_TIMEOUT_S = 5.0
+# Sent with every query when replicas may lag (the store_read_your_writes setting). quorum: an
+# insert returns once a majority of replicas hold it, in order, and a read sees every such insert
+# (a Replicated* cluster). sequential: reads only (ClickHouse Cloud's SharedMergeTree, where
+# insert quorums do not apply).
+_CONSISTENCY: dict[str, dict[str, Any]] = {
+    "off": {},
+    "quorum": {"insert_quorum": "auto", "insert_quorum_parallel": 0, "select_sequential_consistency": 1},
+    "sequential": {"select_sequential_consistency": 1},
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +52,8 @@ class ServerOptions:
     verify: bool = True
     client_cert: str = ""
     client_key: str = ""
+    cluster: str = ""  # a replicated cluster: tables Replicated*, schema changes ON CLUSTER
+    read_your_writes: str = "off"  # off | quorum | sequential: see _CONSISTENCY
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ServerOptions:
@@ -60,7 +71,15 @@ class ServerOptions:
             if value and not Path(files[name]).is_file():
                 raise ConfigError(f"{name} {value}: no such file")
         ca, cert, key = files.values()
-        return cls(password, ca, settings.store_verify, cert, key)
+        return cls(
+            password,
+            ca,
+            settings.store_verify,
+            cert,
+            key,
+            settings.store_cluster,
+            settings.store_read_your_writes,
+        )
 
     def client_arguments(self) -> dict[str, Any]:
         """Keyword arguments for clickhouse_connect.get_client, beside the DSN."""
@@ -75,6 +94,8 @@ class ServerOptions:
             out["client_cert"] = self.client_cert
             if self.client_key:
                 out["client_cert_key"] = self.client_key
+        if _CONSISTENCY[self.read_your_writes]:
+            out["settings"] = dict(_CONSISTENCY[self.read_your_writes])
         return out
 
 
@@ -143,11 +164,12 @@ def create_database(dsn: str, options: ServerOptions) -> str:
     try:
         client = connect(dsn, options, without_database=True)
     except ClickHouseError as exc:
-        raise StoreError(f"cannot reach the server {redact_dsn(dsn)}: {first_line(exc)}") from None
+        raise StoreError(f"cannot reach the server {redact_dsn(dsn)}: {explained(exc)}") from None
     try:
-        client.command(f"CREATE DATABASE IF NOT EXISTS `{database}`")
+        cluster = f" ON CLUSTER `{options.cluster}`" if options.cluster else ""
+        client.command(f"CREATE DATABASE IF NOT EXISTS `{database}`{cluster}")
     except ClickHouseError as exc:
-        raise StoreError(f"cannot create the database {database}: {first_line(exc)}") from None
+        raise StoreError(f"cannot create the database {database}: {explained(exc)}") from None
     finally:
         client.close()
     return database
