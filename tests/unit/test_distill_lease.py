@@ -5,6 +5,7 @@ lease."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -18,6 +19,7 @@ from mnemo.distill.writer import Distiller
 from mnemo.embed import load_embedder
 from mnemo.index.live import RecallEngine
 from mnemo.store import ClickHouseStore
+from mnemo.store.distill import Batch
 from tests.helpers import Clock, Home, record_deploy_day, script_deploy_day
 from tests.llm_server import LLMServer
 
@@ -58,6 +60,20 @@ def test_a_daemon_whose_clock_is_ten_minutes_off_changes_nothing(
     time.sleep(TTL_S + 0.2)
     assert b.acquire() and not a.acquire()
     assert a.token is None and b.token == 2
+
+
+def test_a_batch_state_written_by_a_slow_clocked_writer_after_a_fast_one_is_the_state(
+    store: ClickHouseStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Writer a (clock ten minutes fast) starts a batch and stops; writer b (ten minutes slow)
+    # redoes it. The store stamps each state, so b's "done" is newer than a's "started".
+    at = datetime(2026, 12, 1, tzinfo=UTC)
+    started = Batch("batch-1", "s1", "workspace:shop", at, "e1", at, "e2", 2, "started")
+    real_ns = time.time_ns
+    for status, skew in (("started", 600), ("done", -600)):
+        monkeypatch.setattr(time, "time_ns", lambda skew=skew: real_ns() + skew * 10**9)
+        store.put_batch(replace(started, status=status), at + timedelta(seconds=skew))
+    assert store.started_batches() == []
 
 
 def test_the_heartbeat_keeps_the_lease_while_the_holder_works(store: ClickHouseStore) -> None:

@@ -7,7 +7,6 @@ still distilled.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import astuple, dataclass, fields
 from datetime import datetime
@@ -74,9 +73,8 @@ class DistillTables(Tables):
     def put_batch(self, batch: Batch, now: datetime) -> None:
         row = [*astuple(batch)[:-1], as_stored(now)]
         with self._db.translated("recording a distillation batch"):
-            self._db.insert(
-                "distill_batches", [[*row, time.time_ns()]], column_names=[*_BATCH_COLUMNS, "version"]
-            )
+            # No version: the store stamps it (migration 11), not this daemon's clock.
+            self._db.insert("distill_batches", [row], column_names=list(_BATCH_COLUMNS))
 
     def _batches(self, where: str, parameters: dict[str, Any], order: str, limit: int) -> list[Batch]:
         sql = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -53,23 +54,32 @@ class MemoryTables(Tables):
         copied into memories by one INSERT … SELECT that copies them only if the lease ``lease``
         (name, holder, token) is still that holder's and live by the store's clock when the copy
         runs. True when they were copied; False when the lease had moved on (nothing is written:
-        a writer paused between its check and its commit changes nothing)."""
-        columns, rows = self._rows(memories, batch)
+        a writer paused between its check and its commit changes nothing).
+
+        Each commit stages under its own key, so a later commit of the same batch (the new holder
+        redoing it) copies its own rows only, never what a fenced-out writer staged; and it asks
+        whether rows of its own copy landed (committed since it staged), not rows of the batch
+        another writer committed before it."""
         name, holder, token = lease
+        attempt = f"{batch}@{holder}#{token}:{os.urandom(6).hex()}"
+        columns, rows = self._rows(memories, attempt)
         listed = ", ".join(columns)
+        chosen = ", ".join("{batch:String}" if c == "distill_batch" else c for c in columns)
         copy = (
-            f"INSERT INTO memories ({listed}) SELECT {listed} FROM memories_staged "
-            "WHERE distill_batch = {batch:String} AND (SELECT holder = {holder:String} "
+            f"INSERT INTO memories ({listed}) SELECT {chosen} FROM memories_staged "
+            "WHERE distill_batch = {attempt:String} AND (SELECT holder = {holder:String} "
             "AND token = {token:UInt64} AND expires_at > now64(3) FROM writer_lease FINAL "
             "WHERE name = {name:String} ORDER BY version DESC LIMIT 1)"
         )
-        parameters = {"batch": batch, "holder": holder, "token": token, "name": name}
+        landed = (
+            "SELECT count() FROM memories WHERE distill_batch = {batch:String} AND committed_at >= "
+            "(SELECT min(committed_at) FROM memories_staged WHERE distill_batch = {attempt:String})"
+        )
+        parameters = {"batch": batch, "attempt": attempt, "holder": holder, "token": token, "name": name}
         with self._db.translated(f"committing {len(rows)} memories of batch {batch}"):
             self._db.insert("memories_staged", rows, column_names=columns)
             self._db.command(copy, parameters)
-            copied = self._db.command(
-                "SELECT count() FROM memories WHERE distill_batch = {batch:String}", {"batch": batch}
-            )
+            copied = self._db.command(landed, parameters)
         return int(copied) > 0
 
     def _rows(self, memories: Sequence[Memory], batch: str) -> tuple[list[str], list[list[Any]]]:

@@ -301,6 +301,16 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ENGINE = MergeTree ORDER BY (distill_batch, id) TTL toDateTime(committed_at) + INTERVAL 1 DAY",
         ),
     ),
+    Migration(
+        11,
+        "batch versions by the store's clock",
+        (
+            # The newest row of a batch is its state: stamped by the store, so that two writers
+            # whose clocks disagree (a takeover) cannot leave an older state looking newer.
+            "ALTER TABLE distill_batches MODIFY COLUMN version UInt64 "
+            "DEFAULT toUnixTimestamp64Nano(now64(9))",
+        ),
+    ),
 )
 
 _DDL_TARGET = re.compile(r"^(\s*(?:CREATE TABLE IF NOT EXISTS|ALTER TABLE) [A-Za-z_][A-Za-z0-9_]*)")
