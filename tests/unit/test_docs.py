@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import anyio
 
 from mnemo.cli import GROUPS
-from mnemo.config import load_settings
+from mnemo.cli.parser import build_parser
+from mnemo.config import Settings, load_settings
 from mnemo.mcpserver.tools import build_server
 from tests.helpers import REPO
 
@@ -54,3 +56,18 @@ def test_the_hook_configs_for_users_without_the_plugin_match_the_plugins() -> No
                 assert ours.get("matcher") == theirs.get("matcher"), (name, event)
                 [hook], [other] = ours["hooks"], theirs["hooks"]
                 assert other == {**hook, "command": f"{hook['command']} --client {client}"}, (name, event)
+
+
+def test_the_team_compose_file_uses_only_real_settings_and_commands() -> None:
+    # configs/docker-compose.yml is not run here (no Docker): at least every setting it sets and
+    # every mnemo command it runs must be mnemo's.
+    text = (REPO / "configs" / "docker-compose.yml").read_text()
+    fields = set(Settings.model_fields)
+    named = set(re.findall(r"^\s+MNEMO_([A-Z_]+):", text, flags=re.M)) - {"HOME", "WRITER_PASSWORD"}
+    assert named and {n.lower() for n in named} <= fields, named
+    parser = build_parser(list(GROUPS))
+    commands = re.findall(r"\bmnemo ((?:server|daemon) [a-z]+(?: --[a-z-]+(?: [a-z]+)?)*)", text)
+    assert "daemon run" in commands and "server setup --apply --member writer" in commands
+    for command in commands:
+        words = [w for w in command.split() if not w.startswith("$")]
+        parser.parse_args(words)  # exits (SystemExit) on a command mnemo does not have
