@@ -14,6 +14,7 @@ import json
 import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -26,8 +27,20 @@ from mnemo.distill.writer import Distiller
 from mnemo.index.live import RecallEngine
 from mnemo.store import open_store
 from mnemo.store.migrations import MIGRATIONS
+from mnemo.vocabulary import MemoryStatus
 from tests.clickhouse_http import clickhouse_http_server
-from tests.helpers import Home, isolated_home, record_deploy_day, script_deploy_day, wait_until
+from tests.helpers import (
+    WORKSPACE,
+    Home,
+    context_of,
+    event_input,
+    hook,
+    isolated_home,
+    make_memory,
+    record_deploy_day,
+    script_deploy_day,
+    wait_until,
+)
 from tests.llm_server import LLMServer
 
 NS = "workspace:shop"
@@ -201,3 +214,45 @@ def test_a_writer_commits_through_the_stores_fence_over_http(
             assert [m.what for m in store.memories_page("", 10)] == ["The shop is deployed on Tuesdays"]
         finally:
             store.close()
+
+
+def test_one_persons_memories_reach_neither_anothers_hooks_nor_review_queue(
+    homes: list[Home], server_url: str
+) -> None:
+    ana, ben, _ = homes
+    at = datetime.now(UTC)
+    host = server_url.removeprefix("http://")
+    as_ana = open_store(f"http://ana@{host}")  # Ana's candidates, as the writer would leave them
+    try:
+        as_ana.put_memories(
+            [
+                make_memory(m, what, at, status=MemoryStatus.CANDIDATE, namespace=ns)
+                for m, what, ns in (
+                    ("mem-ana-own", "Ana's deploy key passphrase lives in her keychain", "person:ana"),
+                    ("mem-shared", "Deploy keys rotate every 90 days", WORKSPACE),
+                )
+            ]
+        )
+    finally:
+        as_ana.close()
+    private = _remember(ana, "Ana deploys from her own fork of the repository", "person:ana")
+    shared = _remember(ana, "Deploys go out from the release branch", WORKSPACE)
+    wait_until(lambda: shared in _ids(ben, "deploys release branch", WORKSPACE), timeout_s=15, what="shared")
+
+    queue = {m["id"] for m in json.loads(ben.mnemo("review", "list", "--json").stdout)["memories"]}
+    assert "mem-shared" in queue and "mem-ana-own" not in queue
+    assert "mem-ana-own" in {
+        m["id"] for m in json.loads(ana.mnemo("review", "list", "--json").stdout)["memories"]
+    }
+
+    def injected(home: Home, session: str) -> str:
+        started, _ = hook(home, "SessionStart", event_input("SessionStart", session))
+        prompt = "which branch do deploys go out from?"
+        asked, _ = hook(home, "UserPromptSubmit", event_input("UserPromptSubmit", session, prompt=prompt))
+        return context_of(started) + context_of(asked)
+
+    to_ana = injected(ana, "s-ana")
+    assert "release branch" in to_ana and "own fork" in to_ana  # the same question finds both
+    to_ben = injected(ben, "s-ben")
+    assert "release branch" in to_ben  # the hook answers, from the shared workspace
+    assert "own fork" not in to_ben and private not in to_ben
