@@ -6,8 +6,10 @@ over, its heartbeat stopped mid-work, gone after its check (a crash) — and the
 the lease from two threads; whoever believes it holds the lease commits the round's batch, and the
 one that failed commits too, late. The store must end with every batch's rows exactly once, each
 from the writer that held the lease, and no writer may have been told its fenced-out commit
-landed. Merges are stopped, so a double commit would stay visible as a second row. (Killed
-processes mid-batch, on a server: tests/daemon/test_lease_kills.py.)
+landed. Merges are stopped, so a double commit would stay visible as a second row. Then a claim
+that becomes visible late (a test fixture around the store delays it): the writer that believed
+it held the lease is fenced out from the moment it lands. (Killed processes mid-batch, on a
+server: tests/daemon/test_lease_kills.py.)
 """
 
 from __future__ import annotations
@@ -102,3 +104,51 @@ def test_a_hundred_takeovers_commit_every_batch_once_by_its_holder(store: ClickH
     for batch, _, _, what in rows:
         assert str(what).endswith(f"by {expected[str(batch)]}"), (batch, what)
     assert len(rows) == 2 * ROUNDS
+
+
+class LateClaims:
+    """A test fixture around the real store: lease claims from ``late`` become visible only
+    ``delay_s`` after they are made (a replica behind, a slow insert), everything else at once."""
+
+    def __init__(self, store: ClickHouseStore, late: str, delay_s: float) -> None:
+        self._store, self._late, self._delay_s = store, late, delay_s
+        self.pending: list[threading.Timer] = []
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._store, name)
+
+    def write_lease(self, name: str, holder: str, token: int, ttl_s: float) -> None:
+        if holder != self._late:
+            self._store.write_lease(name, holder, token, ttl_s)
+            return
+        timer = threading.Timer(self._delay_s, self._store.write_lease, (name, holder, token, ttl_s))
+        self.pending.append(timer)
+        timer.start()
+
+
+def test_a_claim_that_lands_late_fences_out_the_writer_that_thought_it_held_the_lease(
+    store: ClickHouseStore,
+) -> None:
+    # b's claim becomes visible only after both settle windows: a believes it holds the lease, b
+    # believes it lost. Once b's claim lands it is the newest: a's commits are refused by the
+    # store from then on, whatever a believes, and b takes the lease back on its next try.
+    late = LateClaims(store, "daemon-b", delay_s=1.0)
+    a = WriterLease(late, "daemon-a", ttl_s=5.0, settle_s=0.05)  # type: ignore[arg-type]
+    b = WriterLease(late, "daemon-b", ttl_s=5.0, settle_s=0.05)  # type: ignore[arg-type]
+    store.write_lease("writer", "daemon-gone", 1, 0.0)  # an expired holder: both may claim
+    assert not b.acquire()  # b claims first; reading back, it sees the old holder: it lost
+    assert a.acquire()  # a claims, and sees itself (b's claim is not visible yet)
+    a.commit(_rows("b-early", a), batch="b-early")  # a holds it alone: this one lands
+    for timer in late.pending:
+        timer.join()
+    with pytest.raises(LeaseLostError, match="nothing was written"):
+        a.commit(_rows("b-late", a), batch="b-late")
+    assert b.acquire()  # b's own claim is the lease: it renews it
+    b.commit(_rows("b-late", b), batch="b-late")
+    rows = store._db.query("SELECT distill_batch, what FROM memories FINAL ORDER BY id").result_rows
+    assert {(str(batch), str(what).rsplit(" by ", 1)[1]) for batch, what in rows} == {
+        ("b-early", "daemon-a"),
+        ("b-late", "daemon-b"),
+    }
+    for timer in late.pending:  # b's renewal, late too, lands before the store closes
+        timer.join()
