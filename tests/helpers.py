@@ -74,11 +74,14 @@ class Home:
     def with_env(self, **extra: str) -> Home:
         return Home(self.path, {**self.env, **extra})
 
-    def mnemo(self, *args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        """Run the ``mnemo`` console script of this environment."""
+    def mnemo(
+        self, *args: str, check: bool = True, timeout: float = 120, cwd: Path | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the ``mnemo`` console script of this environment (in ``cwd``, if given)."""
         completed = subprocess.run(
             [str(BIN / "mnemo"), *args],
             env=self.env,
+            cwd=cwd,
             capture_output=True,
             text=True,
             timeout=timeout,

@@ -44,6 +44,27 @@ class EntityIn(EntityRef):
     aliases: Annotated[list[Annotated[str, Field(min_length=1, max_length=120)]], Field(max_length=16)] = []
 
 
+class AnchoredFile(BaseModel):
+    """A file a memory is about, as it was when the memory was written: its blob, and the symbols
+    and values the memory names that the file held then."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: Annotated[str, Field(max_length=1_000, description="Relative to the repository's root.")]
+    blob: Annotated[str, Field(max_length=64)]
+    symbols: Annotated[list[Annotated[str, Field(max_length=120)]], Field(max_length=8)] = []
+    values: Annotated[list[Annotated[str, Field(max_length=60)]], Field(max_length=4)] = []
+
+
+class CodeAnchor(BaseModel):
+    """The code a memory is about: the commit checked out when it was written and the files."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    commit: Annotated[str, Field(max_length=64)]
+    files: Annotated[list[AnchoredFile], Field(min_length=1, max_length=8)]
+
+
 class RememberRequest(BaseModel):
     """An explicit memory to store."""
 
@@ -60,6 +81,9 @@ class RememberRequest(BaseModel):
     how: WText = ""
     entities: Annotated[list[EntityIn], Field(max_length=MAX_ENTITIES)] = []
     session: Annotated[str, Field(max_length=500)] = ""
+    # The caller's working directory (the CLI's, the MCP server's): in a git workspace, the memory
+    # is anchored to the files it names (mnemo.code.anchors). Not a tool argument.
+    cwd: Annotated[str, Field(max_length=4_096)] = ""
 
 
 class Memory(BaseModel):
@@ -93,6 +117,9 @@ class Memory(BaseModel):
     )
     confidence: float = Field(default=1.0, description="The judge's (distilled memories); 1 otherwise.")
     seen_count: int = Field(default=1, description="How many equivalent candidates were folded into it.")
+    code: CodeAnchor | None = Field(
+        default=None, description="The files and commit it is about, when written in a git workspace."
+    )
 
 
 def forgotten(memory: Memory, reason: str) -> Memory:

@@ -35,7 +35,7 @@ LAYERS = [
         "mnemo.vocabulary",
         "mnemo.workspace",
     },
-    {"mnemo.store", "mnemo.index", "mnemo.embed", "mnemo.distill", "mnemo.usage"},
+    {"mnemo.store", "mnemo.index", "mnemo.embed", "mnemo.distill", "mnemo.usage", "mnemo.code"},
     {"mnemo.daemon"},
     # the clients on top
     {

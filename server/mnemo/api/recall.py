@@ -36,6 +36,11 @@ class MemoryHit(BaseModel):
     score: float
     memory: Memory
     explain: dict[str, float] | None = None
+    outdated: str = Field(
+        default="",
+        description="Set when the code this memory is about changed since it was written "
+        "(e.g. 'lb.tf changed in 3f2a1c9 since'): check the code before relying on it.",
+    )
 
 
 class EpisodeHit(BaseModel):

@@ -24,6 +24,7 @@ GROUPS = {
     "recall": "memory",
     "recall-episode": "memory",
     "forget": "memory",
+    "check-code": "memory",
     "keep": "curate",
     "review": "curate",
     "distill": "writer",

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from mnemo.cli.context import EXIT_OK, Context, given
 from mnemo.cli.render import dump, show_episode, show_explain, show_memory, write
+from mnemo.errors import InputError
 
 
 def _entity(text: str) -> dict[str, object]:
@@ -26,6 +28,7 @@ def cmd_remember(args: argparse.Namespace, context: Context) -> int:
         why=args.why,
         how=args.how,
         entities=[_entity(e) for e in args.entity],
+        cwd=os.getcwd(),  # in a git checkout, the memory is anchored to the files it names
     )
     memory = context.client.call("POST", "/v1/memories", request, is_idempotent=False)
     if args.json:
@@ -50,6 +53,8 @@ def cmd_recall(args: argparse.Namespace, context: Context) -> int:
         return EXIT_OK
     for hit in result["memories"]:
         show_memory(hit["memory"], hit["score"])
+        if hit.get("outdated"):
+            write(f"  may be outdated: {hit['outdated']}")
         show_explain(hit.get("explain"))
     if result["episodes"]:
         write("no memory matched; episodes:")
@@ -88,4 +93,26 @@ def cmd_forget(args: argparse.Namespace, context: Context) -> int:
         dump(memory)
     else:
         write(f"forgot {memory['id']} ({memory['content'][:80]})")
+    return EXIT_OK
+
+
+def cmd_check_code(args: argparse.Namespace, context: Context) -> int:
+    directory = os.path.abspath(args.directory)
+    if not os.path.isdir(directory):
+        raise InputError(f"{args.directory}: no such directory")
+    result = context.client.call("POST", "/v1/code/check", given(cwd=directory))
+    if args.json:
+        dump(result)
+        return EXIT_OK
+    if result["head"] is None:
+        write(f"{directory}: not in a git checkout with a commit, or git is missing: nothing to check")
+        return EXIT_OK
+    stale = [f for f in result["flagged"] if f["stale"]]
+    write(
+        f"{result['workspace']} at {result['head'][:7]}: {result['checked']} memories tied to code, "
+        f"{len(stale)} may be outdated" + ("" if result["complete"] else " (check cut short)")
+    )
+    for flag in result["flagged"]:
+        mark = "outdated?" if flag["stale"] else "followed "
+        write(f"  {mark} [{flag['memory']}] {flag['what'][:80]} — {flag['note']}")
     return EXIT_OK

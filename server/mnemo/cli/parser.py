@@ -71,6 +71,12 @@ def build_parser(commands_in_order: list[str] | None = None) -> argparse.Argumen
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--json", action="store_true", help="print the MCP tool's structured output")
 
+    p = commands.add_parser("check-code", help="which memories' files changed since they were written")
+    p.add_argument(
+        "directory", nargs="?", default=".", help="a directory in the git checkout (default: here)"
+    )
+    p.add_argument("--json", action="store_true")
+
     p = commands.add_parser("forget", help="mark a memory forgotten (kept, no longer recalled)")
     p.add_argument("id")
     p.add_argument("--reason", required=True)

@@ -33,6 +33,13 @@ def show_memory(memory: Doc, score: float | None = None) -> None:
             write(f"  {label}: {memory[label]}")
     if memory.get("entities"):
         write("  entities: " + ", ".join(f"{e['name']} ({e['role']})" for e in memory["entities"]))
+    if memory.get("code"):
+        files = [
+            f"{f['path']}@{f['blob'][:7]}"
+            + (f" ({', '.join(f['symbols'] + f['values'])})" if f["symbols"] or f["values"] else "")
+            for f in memory["code"]["files"]
+        ]
+        write(f"  code: {', '.join(files)} at commit {memory['code']['commit'][:7]}")
 
 
 def show_explain(components: dict[str, float] | None) -> None:

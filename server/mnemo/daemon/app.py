@@ -9,6 +9,7 @@ Routes (all JSON, all under ``/v1``)::
     POST /v1/memories                  RememberRequest → Memory
     POST /v1/memories/forget           {"id": …, "reason": …} → Memory
     POST /v1/recall                    RecallRequest → RecallResult
+    POST /v1/code/check                CodeCheckRequest → CodeCheckResult (memories whose code changed)
     POST /v1/distill                   {"session": …} → {"queued": …, "reason": …}
     GET  /v1/keep?workspace=           the curated sets: the workspace's and the person's
     POST /v1/keep                      KeepRequest → KeepResult (add, replace, remove)
@@ -44,6 +45,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from mnemo.api.code import CodeCheckRequest
 from mnemo.api.episodes import AppendRequest, AppendResponse
 from mnemo.api.keep import WORKSPACE_PATTERN, KeepImportRequest, KeepRequest
 from mnemo.api.memories import ForgetRequest
@@ -169,6 +171,10 @@ def build_app(
         body = await parse(request, ForgetRequest)
         return answer(await daemon.remembering.forget(body.id, body.reason))
 
+    async def check_code(request: Request) -> Response:
+        checked = await parse(request, CodeCheckRequest)
+        return answer(await daemon.recall.check_code(checked, daemon.settings.namespace_of_person))
+
     async def recall(request: Request) -> Response:
         return answer(await daemon.recall.recall(await parse(request, RecallRequest)))
 
@@ -261,6 +267,7 @@ def build_app(
             Route("/v1/memories", remember, methods=["POST"]),
             Route("/v1/memories/forget", forget, methods=["POST"]),
             Route("/v1/recall", recall, methods=["POST"]),
+            Route("/v1/code/check", check_code, methods=["POST"]),
             Route("/v1/distill", distil, methods=["POST"]),
             Route("/v1/keep", kept, methods=["GET"]),
             Route("/v1/keep", keep, methods=["POST"]),

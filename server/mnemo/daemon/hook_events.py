@@ -238,6 +238,9 @@ class HookEvents:
         uses = await self._calls(self.store.use_counts, state.person)
         found.sort(key=lambda m: m.updated_at, reverse=True)
         found.sort(key=lambda m: (-uses.get(m.id, 0), START_ORDER.get(m.type, 9)))
+        # The session's checkout against the memories' anchors: what changed ranks behind, marked.
+        await self._recall.code.check(state.row.cwd if state.row else _cwd(payload), found)
+        found = self._recall.code.behind_flagged(found)
         # The curated sets come first, whole: their own hard budgets bound them (mnemo.keep).
         kept = await self._keep.sets(state.workspace)
         kept_text = render_injection(kept.project.entries if kept.project else [], kept.user.entries)
@@ -278,7 +281,7 @@ class HookEvents:
             return ""
         if question and [state.workspace, state.person] != guessed:
             found = await self._recall.related_current(question, [state.workspace, state.person], CANDIDATES)
-        return await self._inject(state, "UserPromptSubmit", found)
+        return await self._inject(state, "UserPromptSubmit", self._recall.code.behind_flagged(found))
 
     async def _tool_result(self, state: SessionState, payload: Mapping[str, Any]) -> None:
         tool = str(payload.get("tool_name") or "tool")
@@ -349,7 +352,7 @@ class HookEvents:
             for m in ranked
             if m.id not in state.injected and m.id not in suppressed and not state.came_from_here(m.sources)
         ]
-        block = pack(fresh, budget, source=event)
+        block = pack(fresh, budget, source=event, outdated=self._recall.code.notes(fresh))
         if block is None:
             return _context(event, before)
         now = self._clock()

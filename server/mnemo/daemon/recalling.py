@@ -6,6 +6,7 @@ from __future__ import annotations
 import anyio
 import anyio.to_thread
 
+from mnemo.api.code import CodeCheckRequest, CodeCheckResult, CodeFlagged
 from mnemo.api.recall import (
     EpisodeHit,
     EpisodesResult,
@@ -14,6 +15,7 @@ from mnemo.api.recall import (
     RecallRequest,
     RecallResult,
 )
+from mnemo.daemon.code_checks import CHECK_DEADLINE_S, CodeChecks
 from mnemo.daemon.indexing import Indexing
 from mnemo.daemon.recording import Recording
 from mnemo.daemon.storecalls import StoreCalls
@@ -21,6 +23,7 @@ from mnemo.errors import NotFoundError
 from mnemo.index.documents import Ranked
 from mnemo.index.live import Question
 from mnemo.memories import Memory
+from mnemo.workspace import workspace_namespace
 
 
 class Recall:
@@ -28,6 +31,35 @@ class Recall:
         self._calls = calls
         self._index = index
         self._recording = recording
+        self.code = CodeChecks()  # which memories' code changed: ranked behind, marked
+
+    async def check_code(self, request: CodeCheckRequest, person: str) -> CodeCheckResult:
+        """The workspace's and the person's active memories against the checkout's HEAD."""
+        workspace = workspace_namespace(request.cwd)
+        memories = await self._calls(self._calls.store.active_memories, [workspace, person], 100_000)
+        result = await self.code.check(request.cwd, memories, wait_s=CHECK_DEADLINE_S + 1)
+        by_id = {m.id: m for m in memories}
+        flagged = [
+            CodeFlagged(
+                memory=memory_id,
+                what=by_id[memory_id].what,
+                kind=flag.kind,
+                stale=flag.stale,
+                path=flag.path,
+                new_path=flag.new_path,
+                commits=list(flag.commits),
+                missing=list(flag.missing),
+                note=flag.note(),
+            )
+            for memory_id, flag in (result.flags.items() if result else ())
+        ]
+        return CodeCheckResult(
+            workspace=workspace,
+            head=result.head if result else None,
+            checked=sum(m.code is not None for m in memories) if result else 0,
+            complete=result.complete if result else False,
+            flagged=flagged,
+        )
 
     async def recall(self, request: RecallRequest) -> RecallResult:
         """Memories that answer the question; episodes when no memory does."""
@@ -55,7 +87,10 @@ class Recall:
                 memory = engine.memory(f.owner)
                 if memory is not None:
                     explain = f.components if request.explain else None
-                    hits.append(MemoryHit(score=f.score, memory=memory, explain=explain))
+                    flag = self.code.flag(memory.id)
+                    outdated = flag.note() if flag is not None else ""
+                    hits.append(MemoryHit(score=f.score, memory=memory, explain=explain, outdated=outdated))
+            hits.sort(key=lambda hit: bool(hit.outdated))  # behind the others, in their order
             return RecallResult(memories=hits, episodes=[])
         episodes = await self._search_episodes(question, namespaces, None, request.limit, request.explain)
         return RecallResult(memories=[], episodes=episodes)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import anyio.to_thread
 
 from mnemo.clock import utc_now
+from mnemo.code.anchors import anchor
 from mnemo.config import Settings
 from mnemo.daemon.indexing import Indexing
 from mnemo.daemon.recording import Recording
@@ -51,6 +52,8 @@ class Remembering:
             )
         )
         await self._recording.writer.submit([note])
+        texts = [request.content, request.what, request.where, request.how, request.why]
+        code = await anyio.to_thread.run_sync(anchor, request.cwd, texts) if request.cwd else None
         now = utc_now()
         memory = Memory(
             id=new_id("mem_"),
@@ -72,6 +75,7 @@ class Remembering:
             created_at=now,
             updated_at=now,
             valid_from=now,
+            code=code,
         )
         entities = [(entity_key(e.name), e.name, list(e.aliases)) for e in request.entities]
         await self._calls(self._calls.store.upsert_entities, entities)

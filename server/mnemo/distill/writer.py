@@ -1,5 +1,4 @@
-"""Distillation of sessions into memories, batch by batch, so that a crash means redo — never loss,
-never duplicates.
+"""Distillation of sessions into memories, batch by batch: a crash means redo, never loss or duplicates.
 
 A batch is a pinned stretch of one session's episodes past its cursor, in arrival order (up to
 ``BATCH_EPISODES`` episodes or ``BATCH_CHARS`` characters). Its life:
@@ -19,9 +18,8 @@ cap or a stop judges the same drafts without asking again; a small cap makes bat
 
 A writer stopped anywhere redoes its *started* batches first: one whose rows are in the store is
 only marked done; one whose rows are not is redone over the same episodes. An extraction the model
-keeps getting wrong marks the batch *failed* (shown by `mnemo status`; its episodes stay searchable)
-and the cursor moves on; an endpoint that is down or a spent token cap leaves the batch *started*
-for the next try.
+keeps getting wrong marks the batch *failed* (shown by `mnemo status`; its episodes stay searchable),
+and the cursor moves on; a model endpoint down or a spent cap leaves it *started* for the next try.
 """
 
 from __future__ import annotations
@@ -36,6 +34,7 @@ from datetime import datetime
 import numpy as np
 
 from mnemo.clock import utc_now
+from mnemo.code.anchors import anchor_distilled
 from mnemo.distill.decide import Decision, DecisionModel
 from mnemo.distill.extract import (
     Draft,
@@ -320,7 +319,7 @@ class Distiller:
     ) -> Memory:
         extracted = draft.memory
         sources = list(dict.fromkeys(extracted.sources))
-        started = max(by_id[s].time for s in sources)
+        found = [by_id[s] for s in sources]
         # A redone batch gives its memories the same ids.
         memory_id = "mem_" + hashlib.sha256(f"{batch.id}\0{seq}".encode()).hexdigest()[:24]
         return Memory(
@@ -342,7 +341,8 @@ class Distiller:
             origin=Origin.DISTILLED,
             created_at=now,
             updated_at=now,
-            valid_from=started,
+            valid_from=max(e.time for e in found),
+            code=anchor_distilled([extracted.what, extracted.where, extracted.how], found),
         )
 
     @staticmethod

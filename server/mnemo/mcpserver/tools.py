@@ -240,6 +240,7 @@ def build_server(settings: Settings) -> MCPServer[DaemonClient]:
             why=why,
             how=how,
             entities=entities,
+            cwd=os.getcwd(),  # the host starts this server in the project: anchors the files named
         )
         return await _answer(_client(ctx).remember(request))
 

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from mnemo.clock import as_stored
-from mnemo.memories import Memory
+from mnemo.memories import CodeAnchor, Memory
 from mnemo.store.connection import Tables
 
 # A memory version's place in the store's commit order: (commit time in the store's microseconds,
@@ -19,8 +19,8 @@ _SEQUENCE = "toUnixTimestamp64Micro(committed_at)"
 _MEMORY_RENAMES = {"when": "when_text", "where": "where_text"}
 MEMORY_FIELDS = tuple(Memory.model_fields)
 MEMORY_COLUMNS = tuple(_MEMORY_RENAMES.get(f, f) for f in MEMORY_FIELDS)
-_ENTITIES, _TYPE, _STATUS, _ORIGIN = (
-    MEMORY_FIELDS.index(f) for f in ("entities", "type", "status", "origin")
+_ENTITIES, _TYPE, _STATUS, _ORIGIN, _CODE = (
+    MEMORY_FIELDS.index(f) for f in ("entities", "type", "status", "origin", "code")
 )
 
 
@@ -31,6 +31,7 @@ def _memory_from_row(row: Sequence[Any]) -> Memory:
     values["entities"] = [
         e if isinstance(e, dict) else {"name": e[0], "role": e[1]} for e in values["entities"]
     ]
+    values["code"] = CodeAnchor.model_validate_json(values["code"]) if values["code"] else None
     return Memory.model_validate(values)
 
 
@@ -100,6 +101,7 @@ class MemoryTables(Tables):
             row[_TYPE] = memory.type.value
             row[_STATUS] = memory.status.value
             row[_ORIGIN] = memory.origin.value
+            row[_CODE] = memory.code.model_dump_json() if memory.code is not None else ""
             rows.append(row + list(extra.values()))
         return [*MEMORY_COLUMNS, *extra], rows
 

@@ -311,6 +311,15 @@ MIGRATIONS: tuple[Migration, ...] = (
             "DEFAULT toUnixTimestamp64Nano(now64(9))",
         ),
     ),
+    Migration(
+        12,
+        "memories anchored to code",
+        (
+            # The files and commit a memory is about (mnemo.code.anchors), as JSON; '' for none.
+            "ALTER TABLE memories ADD COLUMN IF NOT EXISTS code String DEFAULT ''",
+            "ALTER TABLE memories_staged ADD COLUMN IF NOT EXISTS code String DEFAULT ''",
+        ),
+    ),
 )
 
 _DDL_TARGET = re.compile(r"^(\s*(?:CREATE TABLE IF NOT EXISTS|ALTER TABLE) [A-Za-z_][A-Za-z0-9_]*)")

@@ -12,7 +12,7 @@ not fit are skipped (a shorter one further down may still fit); a block with no 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from mnemo.injected import frame, inert
@@ -34,11 +34,13 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text.encode("utf-8")) / 3)
 
 
-def memory_line(memory: Memory) -> str:
-    """One line: a memory's text cannot start a line of its own (a forged entry or header)."""
+def memory_line(memory: Memory, outdated: str = "") -> str:
+    """One line: a memory's text cannot start a line of its own (a forged entry or header).
+    ``outdated``: why its code may have moved on, said first so that no cut loses it."""
     scope = memory.namespace.split(":", 1)[0]  # person / workspace
     content, why = " ".join(memory.content.split()), " ".join(memory.why.split())
-    line = f"- [{memory.id}] {memory.type.value} ({scope}): {content}"
+    marker = f" (may be outdated: {' '.join(outdated.split())})" if outdated else ""
+    line = f"- [{memory.id}] {memory.type.value} ({scope}){marker}: {content}"
     if why and why.lower() not in content.lower():
         line += f" Why: {why}"
     if len(line) > MAX_LINE_CHARS:
@@ -58,15 +60,19 @@ class Block:
         return estimate_tokens(self.text)
 
 
-def pack(ranked: Sequence[Memory], budget: int, *, source: str) -> Block | None:
-    """The best-ranked memories whose block fits in ``budget`` tokens; None when none fits."""
+def pack(
+    ranked: Sequence[Memory], budget: int, *, source: str, outdated: Mapping[str, str] | None = None
+) -> Block | None:
+    """The best-ranked memories whose block fits in ``budget`` tokens; None when none fits.
+    ``outdated``: {memory id: why its code may have moved on}, marked on its line."""
+    outdated = outdated or {}
     if not ranked:
         return None
     header = HEADER.format(example=ranked[0].id)
     chosen: list[Memory] = []
     lines: list[str] = []
     for memory in ranked:
-        line = memory_line(memory)
+        line = memory_line(memory, outdated.get(memory.id, ""))
         if estimate_tokens(frame("\n".join([header, *lines, line]), source=source)) <= budget:
             chosen.append(memory)
             lines.append(line)

@@ -1,0 +1,88 @@
+"""The code check in the daemon: which memories' files changed since they were written.
+
+At SessionStart the session's workspace memories are checked against its checkout's HEAD
+(:mod:`mnemo.code.check`), on a worker thread, and the hook waits for it at most
+:data:`HOOK_WAIT_S`: a check that takes longer finishes in the background and its flags apply
+from the next hook on. Each memory's latest flag is kept, so a session's later hooks, and recall
+from any client, rank a flagged memory behind unflagged ones and mark it when injected.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+
+from mnemo.code import git
+from mnemo.code.check import CheckResult, CodeFlag, check
+from mnemo.memories import Memory
+from mnemo.workspace import repo_root
+
+logger = logging.getLogger(__name__)
+HOOK_WAIT_S = 0.25
+CHECK_DEADLINE_S = 2.0
+
+
+class CodeChecks:
+    def __init__(self) -> None:
+        self._flags: dict[str, CodeFlag] = {}  # memory id → its flag, from the latest checks
+        self._last: dict[Path, tuple[tuple[str | None, frozenset[tuple[str, int]]], CheckResult]] = {}
+        self._lock = threading.Lock()
+
+    def flag(self, memory_id: str) -> CodeFlag | None:
+        """The memory's flag when its code changed (None: unchanged, unchecked or not anchored)."""
+        found = self._flags.get(memory_id)
+        return found if found is not None and found.stale else None
+
+    def notes(self, memories: Sequence[Memory]) -> dict[str, str]:
+        """{memory id: 'lb.tf changed in 3f2a1c9 since'} for the flagged ones of ``memories``."""
+        return {m.id: f.note() for m in memories if (f := self.flag(m.id)) is not None}
+
+    def behind_flagged(self, memories: Sequence[Memory]) -> list[Memory]:
+        """``memories`` in their order, the flagged ones after the rest."""
+        return sorted(memories, key=lambda m: self.flag(m.id) is not None)
+
+    async def check(
+        self, cwd: str, memories: Sequence[Memory], *, wait_s: float = HOOK_WAIT_S
+    ) -> CheckResult | None:
+        """Check ``memories`` against the HEAD of the checkout holding ``cwd``; wait at most
+        ``wait_s`` for it (past that the check goes on, on its own thread, and None is returned).
+        None outside a repository or with nothing anchored."""
+        root = repo_root(Path(cwd)) if cwd else None
+        anchored = [m for m in memories if m.code is not None]
+        if root is None or not anchored:
+            return None
+        done, box = threading.Event(), list[CheckResult]()
+
+        def work() -> None:
+            try:
+                box.append(self._run(root, anchored))
+            except Exception:  # a check never fails a hook; it only finds nothing
+                logger.exception("the code check of %s failed", root)
+            finally:
+                done.set()
+
+        threading.Thread(target=work, name="mnemo-code-check", daemon=True).start()
+        with anyio.move_on_after(wait_s):
+            while not done.is_set():
+                await anyio.sleep(0.005)
+        if not box:
+            logger.info("the code check of %s goes on past the hook's %.2f s", root, wait_s)
+        return box[0] if box else None
+
+    def _run(self, root: Path, memories: Sequence[Memory]) -> CheckResult:
+        with self._lock:  # one check at a time; a hook's second check waits for the first
+            head = git.head(root)
+            key = (head, frozenset((m.id, m.version) for m in memories))
+            last = self._last.get(root)
+            if last is not None and last[0] == key and last[1].complete:
+                return last[1]  # the same HEAD and memories as the last check here
+            result = check(root, memories, deadline_s=CHECK_DEADLINE_S, head=head)
+            for memory in memories:
+                self._flags.pop(memory.id, None)
+            self._flags.update(result.flags)
+            self._last[root] = (key, result)
+            return result

@@ -1,0 +1,262 @@
+"""Memories tied to code, in a real git repository the test makes: anchored when written,
+flagged when a commit changes, deletes or renames their files, ranked behind and marked.
+
+The session that teaches "the gateway timeout is 600 s via timeout_sec in lb.tf" read lb.tf with
+a tool; the scripted model distils it (the writer's own anchoring is what is tested, not the
+model). Explicit memories are remembered from inside the checkout, as the CLI and the MCP server
+do. Then a commit changes 600 to 900, deletes one file and renames another, and the next
+SessionStart checks the workspace's memories against HEAD.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mnemo.episodes import EpisodeIn, EpisodeIntake, Role
+from mnemo.secrets import SecretRedactor
+from mnemo.store import open_store
+from mnemo.workspace import workspace_namespace
+from tests.helpers import Home, context_of, event_input, hook, wait_until
+from tests.llm_server import LLMServer
+
+LB = 'resource "aws_lb" "gateway" {\n  name        = "gateway"\n  timeout_sec = 600\n}\n'
+LB_CHANGED = LB.replace("600", "900")
+FILES = {
+    "infra/lb.tf": LB,
+    "docs/deploy.md": "# Deploys\n\nDeploys go out on Tuesdays, after the QA sign-off.\n",
+    "src/legacy.py": "def old_helper(payload):\n    return retry(payload, attempts=3)\n",
+    "scripts/release.sh": '#!/bin/sh\n# Tags the release, pushes the tag.\ngit tag "$1" && git push --tags\n',
+}
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "shop"
+    root.mkdir()
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "config", "user.email", "dev@example.com")
+    _git(root, "config", "user.name", "Dev")
+    for path, text in FILES.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "one")
+    return root
+
+
+def _the_move_on(repo: Path) -> str:
+    """A commit that changes lb.tf, deletes legacy.py and renames release.sh; its short id."""
+    (repo / "infra/lb.tf").write_text(LB_CHANGED)
+    _git(repo, "rm", "-q", "src/legacy.py")
+    (repo / "tools").mkdir()
+    _git(repo, "mv", "scripts/release.sh", "tools/release.sh")
+    _git(repo, "commit", "-q", "-am", "two")
+    return _git(repo, "rev-parse", "--short=7", "HEAD").strip()
+
+
+def _record_the_lb_session(home: Home, repo: Path) -> None:
+    """The session that read lb.tf, stored before the daemon starts."""
+    ns = workspace_namespace(str(repo))
+    at = datetime(2026, 11, 30, 10, tzinfo=UTC)
+    turns = [
+        (Role.USER, "what is the gateway timeout?"),
+        (Role.TOOL, f'Read {{"file_path": "{repo}/infra/lb.tf"}}\n{LB}'),
+        (Role.ASSISTANT, "The gateway timeout is 600 s, set by timeout_sec in lb.tf."),
+    ]
+    intake = EpisodeIntake(max_chars=100_000, default_namespace=ns, redactor=SecretRedactor())
+    store = open_store(home.settings.store)
+    try:
+        store.append_episodes(
+            [
+                intake.accept(
+                    EpisodeIn(
+                        id=f"lb-{i}",
+                        text=text,
+                        role=role,
+                        who="Read" if role is Role.TOOL else "",
+                        session="s-lb",
+                        turn=i,
+                        time=at + timedelta(minutes=i),
+                        namespace=ns,
+                        cwd=str(repo),
+                    )
+                )
+                for i, (role, text) in enumerate(turns)
+            ]
+        )
+    finally:
+        store.close()
+
+
+def _script(server: LLMServer) -> None:
+    extracted = {
+        "type": "fact",
+        "what": "The gateway timeout is 600 s via timeout_sec in lb.tf",
+        "entities": [{"name": "gateway", "role": "subject"}],
+        "sources": ["lb-1", "lb-2"],
+    }
+    yes = {"A": 0.9, "B": 0.1}
+    server.answer(contains="Transcript:\n[lb-0]", text=json.dumps({"memories": [extracted]}))
+    server.answer(contains="Transcript:", text='{"memories": []}')
+    for question in ("help a later conversation", "still be true in a month", "back the NEW memory's why"):
+        server.answer(contains=question, choices=yes)
+    server.answer(
+        contains="How does the NEW memory relate", choices={"D": 0.9, "A": 0.04, "B": 0.03, "C": 0.03}
+    )
+
+
+@pytest.fixture
+def coded(home: Home, llm_server: LLMServer, repo: Path) -> Iterator[tuple[Home, dict[str, str]]]:
+    """The lb memory distilled, and explicit memories about the other files, remembered inside the
+    checkout; {name: memory id}."""
+    _record_the_lb_session(home, repo)
+    _script(llm_server)
+    configured = home.with_env(
+        MNEMO_LLM_URL=llm_server.url, MNEMO_LLM_MODEL="scripted-1", MNEMO_EMBEDDER="none"
+    )
+    ns = workspace_namespace(str(repo))
+    configured.mnemo("distill", "s-lb")
+    found: dict[str, Any] = {}
+
+    def distilled() -> bool:
+        hits = json.loads(
+            configured.mnemo("recall", "gateway timeout lb.tf", "--namespace", ns, "--json").stdout
+        )
+        found.update(
+            {h["memory"]["id"]: h["memory"] for h in hits["memories"] if "600 s" in h["memory"]["what"]}
+        )
+        return bool(found)
+
+    wait_until(distilled, timeout_s=60, what="the distilled lb memory")
+    ids = {"lb": next(iter(found))}
+    for name, text in (
+        ("deploy", "Deploys go out on Tuesdays, as docs/deploy.md says"),
+        ("legacy", "old_helper in src/legacy.py retries three times"),
+        ("release", "Releases are tagged by scripts/release.sh"),
+        ("alarm", "The gateway timeout alarm pages the on-call engineer"),
+    ):
+        made = configured.mnemo(
+            "remember", text, "--type", "fact", "--namespace", ns, "--json", cwd=repo / "src"
+        )
+        ids[name] = json.loads(made.stdout)["id"]
+    yield configured, ids
+
+
+def _memory(home: Home, memory_id: str, query: str, ns: str) -> dict[str, Any]:
+    hits = json.loads(home.mnemo("recall", query, "--namespace", ns, "--json").stdout)["memories"]
+    return next(h for h in hits if h["memory"]["id"] == memory_id)
+
+
+def test_a_commit_that_changes_a_memorys_file_flags_it_ranks_it_behind_and_marks_it(
+    coded: tuple[Home, dict[str, str]], repo: Path
+) -> None:
+    home, ids = coded
+    ns = workspace_namespace(str(repo))
+    lb = _memory(home, ids["lb"], "gateway timeout lb.tf", ns)["memory"]
+    head = _git(repo, "rev-parse", "HEAD").strip()
+    assert lb["code"] == {
+        "commit": head,
+        "files": [
+            {
+                "path": "infra/lb.tf",
+                "blob": _git(repo, "rev-parse", "HEAD:infra/lb.tf").strip(),
+                "symbols": ["timeout_sec"],
+                "values": ["600"],
+            }
+        ],
+    }
+    for name, path in (
+        ("deploy", "docs/deploy.md"),
+        ("legacy", "src/legacy.py"),
+        ("release", "scripts/release.sh"),
+    ):
+        memory = _memory(home, ids[name], FILES[path].split()[1] if name == "deploy" else path, ns)["memory"]
+        assert [f["path"] for f in memory["code"]["files"]] == [path], name
+    assert _memory(home, ids["alarm"], "gateway timeout alarm", ns)["memory"]["code"] is None  # names no file
+
+    unchanged = json.loads(home.mnemo("check-code", str(repo), "--json").stdout)
+    assert unchanged["checked"] == 4 and unchanged["flagged"] == [] and unchanged["complete"]
+
+    before = json.loads(home.mnemo("recall", "gateway timeout", "--namespace", ns, "--json").stdout)[
+        "memories"
+    ]
+    ranked = [h["memory"]["id"] for h in before]
+    assert ranked.index(ids["lb"]) < ranked.index(ids["alarm"])  # ahead while its code is unchanged
+    assert not any(h["outdated"] for h in before)
+
+    second = _the_move_on(repo)
+    started, code = hook(home, "SessionStart", event_input("SessionStart", "s-next", cwd=str(repo)))
+    assert code == 0
+    injected = context_of(started)
+    lb_line = next(line for line in injected.splitlines() if ids["lb"] in line)
+    assert f"(may be outdated: infra/lb.tf changed in {second} since; 600 no longer in it)" in lb_line
+    deploy_line = next(line for line in injected.splitlines() if ids["deploy"] in line)
+    assert "may be outdated" not in deploy_line
+
+    checked = json.loads(home.mnemo("check-code", str(repo / "infra"), "--json").stdout)
+    flags = {f["memory"]: f for f in checked["flagged"]}
+    assert set(flags) == {ids["lb"], ids["legacy"], ids["release"]}  # deploy.md did not change
+    assert (flags[ids["lb"]]["kind"], flags[ids["lb"]]["commits"]) == ("changed", [second])
+    assert flags[ids["legacy"]]["kind"] == "deleted" and flags[ids["legacy"]]["stale"]
+    release = flags[ids["release"]]
+    assert (release["kind"], release["new_path"], release["stale"]) == ("moved", "tools/release.sh", False)
+
+    hits = json.loads(home.mnemo("recall", "gateway timeout", "--namespace", ns, "--json").stdout)["memories"]
+    order = [h["memory"]["id"] for h in hits]
+    assert order.index(ids["alarm"]) < order.index(ids["lb"])  # the flagged one behind
+    assert hits[order.index(ids["lb"])]["outdated"].startswith("infra/lb.tf changed in")
+    assert not hits[order.index(ids["alarm"])]["outdated"]
+    shown = home.mnemo("check-code", str(repo)).stdout
+    assert "3 memories tied to code" not in shown and "2 may be outdated" in shown
+
+
+def test_without_git_or_with_a_broken_repository_nothing_is_anchored_or_flagged_and_hooks_answer(
+    home: Home, repo: Path, tmp_path: Path
+) -> None:
+    ns = workspace_namespace(str(repo))
+    empty = tmp_path / "no-git-here"
+    empty.mkdir()
+    no_git = home.with_env(MNEMO_EMBEDDER="none", PATH=str(empty))
+    made = no_git.mnemo(
+        "remember",
+        "The gateway is set in infra/lb.tf",
+        "--type",
+        "fact",
+        "--namespace",
+        ns,
+        "--json",
+        cwd=repo,
+    )
+    assert json.loads(made.stdout)["code"] is None
+    no_git.mnemo("daemon", "stop")
+
+    words = home.with_env(MNEMO_EMBEDDER="none")
+    anchored = words.mnemo(
+        "remember",
+        "timeout_sec lives in infra/lb.tf",
+        "--type",
+        "fact",
+        "--namespace",
+        ns,
+        "--json",
+        cwd=repo,
+    )
+    memory = json.loads(anchored.stdout)
+    assert memory["code"]["files"][0]["path"] == "infra/lb.tf"
+    (repo / ".git" / "HEAD").write_text("garbage\n")  # a broken repository
+    started, code = hook(words, "SessionStart", event_input("SessionStart", "s-broken", cwd=str(repo)))
+    assert code == 0 and memory["id"] in context_of(started)
+    assert "may be outdated" not in context_of(started)
+    broken = json.loads(words.mnemo("check-code", str(repo), "--json").stdout)
+    assert broken["head"] is None and broken["flagged"] == []
