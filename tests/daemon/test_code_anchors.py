@@ -161,7 +161,9 @@ def _memory(home: Home, memory_id: str, query: str, ns: str) -> dict[str, Any]:
 def test_a_commit_that_changes_a_memorys_file_flags_it_ranks_it_behind_and_marks_it(
     coded: tuple[Home, dict[str, str]], repo: Path
 ) -> None:
-    home, ids = coded
+    configured, ids = coded
+    configured.mnemo("daemon", "stop")
+    home = configured.with_env(MNEMO_LLM_URL="")  # no model: flagged only, never re-judged
     ns = workspace_namespace(str(repo))
     lb = _memory(home, ids["lb"], "gateway timeout lb.tf", ns)["memory"]
     head = _git(repo, "rev-parse", "HEAD").strip()
@@ -260,3 +262,52 @@ def test_without_git_or_with_a_broken_repository_nothing_is_anchored_or_flagged_
     assert "may be outdated" not in context_of(started)
     broken = json.loads(words.mnemo("check-code", str(repo), "--json").stdout)
     assert broken["head"] is None and broken["flagged"] == []
+
+
+def test_with_a_model_the_writer_rejudges_flagged_memories_against_the_code_as_it_is_now(
+    coded: tuple[Home, dict[str, str]], repo: Path, llm_server: LLMServer
+) -> None:
+    home, ids = coded
+    ns = workspace_namespace(str(repo))
+    # The model: lb.tf now holds a newer timeout; deploy.md still says what the memory says.
+    llm_server.answer(
+        contains="MEMORY: The gateway timeout is 600 s", choices={"B": 0.9, "A": 0.05, "C": 0.05}
+    )
+    llm_server.answer(
+        contains="MEMORY: Deploys go out on Tuesdays", choices={"A": 0.92, "B": 0.04, "C": 0.04}
+    )
+    (repo / "docs/deploy.md").write_text(FILES["docs/deploy.md"] + "\nRollbacks use the previous tag.\n")
+    second = _the_move_on(repo)
+    head = _git(repo, "rev-parse", "HEAD").strip()
+    hook(home, "SessionStart", event_input("SessionStart", "s-next", cwd=str(repo)))
+
+    def reviewed() -> bool:
+        logged = json.loads(home.mnemo("judge-log", "--json").stdout)
+        return {ids["lb"], ids["deploy"]} <= {
+            r["memory"] for r in logged["entries"] if r["batch"].startswith("code:")
+        }
+
+    wait_until(reviewed, timeout_s=60, what="the writer's code review")
+    logged = json.loads(home.mnemo("judge-log", "--json").stdout)["entries"]
+    rows = [r for r in logged if r["batch"] == f"code:{head[:12]}"]
+    by_memory = {r["memory"]: r for r in rows}
+    lb, deploy = by_memory[ids["lb"]], by_memory[ids["deploy"]]
+    assert lb["action"] == "closed" and lb["closes"] == [ids["lb"]]
+    assert lb["detail"]["probabilities"]["updated"] > 0.8
+    assert deploy["action"] == "confirmed" and deploy["detail"]["verdict"] == "still"
+
+    closed = _memory(home, ids["lb"], "gateway timeout lb.tf", ns)
+    assert closed["memory"]["status"] == "closed" and closed["memory"]["closed_by"] == f"code:{head}"
+    assert f"infra/lb.tf changed in {second} since" in closed["memory"]["status_reason"]
+    queue = json.loads(home.mnemo("review", "list", "--json").stdout)["memories"]
+    [proposed] = [m for m in queue if m["id"] == lb["target"]]
+    assert proposed["what"] == "The gateway timeout is 900 s via timeout_sec in lb.tf"
+    assert proposed["code"]["commit"] == head and proposed["code"]["files"][0]["values"] == ["900"]
+
+    refreshed = _memory(home, ids["deploy"], "Deploys Tuesdays", ns)["memory"]
+    assert refreshed["status"] == "active" and refreshed["code"]["commit"] == head
+    flagged = {
+        f["memory"] for f in json.loads(home.mnemo("check-code", str(repo), "--json").stdout)["flagged"]
+    }
+    assert ids["deploy"] not in flagged and ids["lb"] not in flagged  # refreshed; closed
+    assert ids["legacy"] in flagged  # its file is gone: nothing to judge it against, still flagged

@@ -29,32 +29,37 @@ from mnemo.store import ClickHouseStore, open_store
 from tests.clickhouse_http import clickhouse_http_server
 
 BATCHES = [f"b{i:02d}" for i in range(24)]
-TTL_S = 1.0
+TTL_S = 2.0  # the heartbeat renews every 0.4 s: a loaded machine's pauses stay well inside it
 KILLS = 6
 
 _WRITER = """
 import sys, time
 from datetime import UTC, datetime
-from mnemo.distill.lease import WriterLease
+from mnemo.distill.lease import LeaseLostError, WriterLease
 from mnemo.store import open_store
 from tests.helpers import make_memory
 
 url, name, batches = sys.argv[1], sys.argv[2], sys.argv[3:]
 store = open_store(url)
 lease = WriterLease(store, name, ttl_s=float({ttl}), settle_s=0.1)
-while not lease.acquire():
-    time.sleep(0.1)
 at = datetime(2026, 12, 1, tzinfo=UTC)
-with lease.heartbeat():
-    for batch in batches:
-        if store.batch_applied(batch):
-            continue
-        rows = [make_memory(f"mem-{{batch}}-{{k}}", f"{{batch}} by {{name}}", at) for k in range(3)]
-        print("committing", batch, flush=True)
-        lease.check()
-        lease.commit(rows, batch=batch)
-        print("committed", batch, flush=True)
-        time.sleep(0.02)
+while True:  # as the daemon's writer loop: a lost lease is waited for again, the batch redone
+    while not lease.acquire():
+        time.sleep(0.1)
+    try:
+        with lease.heartbeat():
+            for batch in batches:
+                if store.batch_applied(batch):
+                    continue
+                rows = [make_memory(f"mem-{{batch}}-{{k}}", f"{{batch}} by {{name}}", at) for k in range(3)]
+                print("committing", batch, flush=True)
+                lease.check()
+                lease.commit(rows, batch=batch)
+                print("committed", batch, flush=True)
+                time.sleep(0.02)
+        break
+    except LeaseLostError as exc:
+        print("lost", exc, flush=True)
 print("all done", flush=True)
 """
 

@@ -104,17 +104,26 @@ def anchor(cwd: str, memory_texts: Sequence[str], source_calls: Sequence[str] = 
     tracked = git.tracked(root)
     if not tracked:
         return None
-    paths = _resolve(names, root, Path(cwd), tracked)
-    found = git.blobs(root, commit, paths) if paths else None
+    return anchor_at(root, commit, memory_texts, _resolve(names, root, Path(cwd), tracked))
+
+
+def anchor_at(
+    root: Path, commit: str, memory_texts: Sequence[str], paths: Sequence[str]
+) -> CodeAnchor | None:
+    """The anchor to ``paths`` (relative to ``root``) at ``commit``: each file's blob and the
+    symbols and values ``memory_texts`` name that it holds. None when none of them is there."""
+    found = git.blobs(root, commit, list(dict.fromkeys(paths))[:MAX_FILES]) if paths else None
     if not found:
         return None
-    symbols, numbers = _symbols(memory_texts), list(dict.fromkeys(_NUMBER.findall(" ".join(memory_texts))))
+    symbols = _symbols(memory_texts)
+    numbers = list(dict.fromkeys(_NUMBER.findall(" ".join(memory_texts))))
+    texts = git.contents(root, sorted(set(found.values())))
     files = []
-    for path in paths:
+    for path in dict.fromkeys(paths):
         if path not in found:
             continue
-        text = git.content(root, found[path]) or ""
+        text = texts.get(found[path], "")
         named = [s for s in symbols if s in text and s not in path][:MAX_SYMBOLS]
         values = [v for v in numbers if re.search(rf"(?<![\w.]){re.escape(v)}(?![\w.])", text)][:MAX_VALUES]
         files.append(AnchoredFile(path=path, blob=found[path], symbols=named, values=values))
-    return CodeAnchor(commit=commit, files=files) if files else None
+    return CodeAnchor(commit=commit, files=files[:MAX_FILES]) if files else None

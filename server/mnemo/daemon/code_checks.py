@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import anyio
@@ -31,6 +31,9 @@ class CodeChecks:
         self._flags: dict[str, CodeFlag] = {}  # memory id → its flag, from the latest checks
         self._last: dict[Path, tuple[tuple[str | None, frozenset[tuple[str, int]]], CheckResult]] = {}
         self._lock = threading.Lock()
+        # Told of each memory newly flagged at a HEAD (the writer re-judges it, with a model).
+        self.on_stale: Callable[[Path, str, list[tuple[Memory, CodeFlag]]], None] | None = None
+        self._told: set[tuple[str, int, str]] = set()
 
     def flag(self, memory_id: str) -> CodeFlag | None:
         """The memory's flag when its code changed (None: unchanged, unchecked or not anchored)."""
@@ -85,4 +88,15 @@ class CodeChecks:
                 self._flags.pop(memory.id, None)
             self._flags.update(result.flags)
             self._last[root] = (key, result)
+            if self.on_stale is not None and head is not None:
+                fresh = [
+                    (m, f)
+                    for m in memories
+                    if (f := result.flags.get(m.id)) is not None
+                    and f.stale
+                    and (m.id, m.version, head) not in self._told
+                ]
+                self._told.update((m.id, m.version, head) for m, _ in fresh)
+                if fresh:
+                    self.on_stale(root, head, fresh)
             return result

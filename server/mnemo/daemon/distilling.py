@@ -21,15 +21,20 @@ A spent daily token cap pauses the loop until the next UTC day; an endpoint that
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.to_thread
 
 from mnemo.clock import utc_now
+from mnemo.code.check import CodeFlag
 from mnemo.config import Settings
+from mnemo.distill.code_review import CodeReview
 from mnemo.distill.decide import DecisionModel
 from mnemo.distill.lease import NAME as LEASE_NAME
 from mnemo.distill.lease import LeaseLostError, WriterLease
@@ -39,6 +44,7 @@ from mnemo.distill.policy import Approval
 from mnemo.distill.writer import BatchResult, Distiller, batch_chars
 from mnemo.errors import MnemoError, TokenCapError
 from mnemo.index.live import RecallEngine
+from mnemo.memories import Memory
 from mnemo.store import Store
 
 logger = logging.getLogger(__name__)
@@ -91,6 +97,20 @@ class DistillLoop:
                 )
         self._requested: list[str] = []
         self._wake = anyio.Event()
+        # Memories whose code changed, to re-judge against it (mnemo.distill.code_review); filled
+        # from the code check's thread, emptied by this loop.
+        self.code_review: CodeReview | None = None
+        if self._distiller is not None and self.decisions is not None:
+            commit = store.put_memories if self._lease is None else self._lease.commit
+            self.code_review = CodeReview(store, engine, self.decisions, commit, utc_now)
+        self._code_queue: list[tuple[Path, str, list[tuple[Memory, CodeFlag]]]] = []
+        self._code_lock = threading.Lock()
+
+    def review_code(self, root: Path, head: str, flagged: list[tuple[Memory, CodeFlag]]) -> None:
+        """Re-judge ``flagged`` against ``root``'s HEAD at the next pass (any thread may call)."""
+        if self.code_review is not None:
+            with self._code_lock:
+                self._code_queue.append((root, head, flagged))
 
     def request(self, session: str) -> None:
         """Distil ``session`` now rather than after it has been idle."""
@@ -125,6 +145,7 @@ class DistillLoop:
                         held = True
                         self._count(await anyio.to_thread.run_sync(self._working, distiller.recover))
                     await self._distil_due(distiller, flushed)
+                    await self._review_code()
                     self.state.paused_until, self.state.last_error = None, ""
                     backoff = BACKOFF_S[0]
             except TokenCapError as exc:
@@ -161,7 +182,15 @@ class DistillLoop:
             if session in self._requested:
                 self._requested.remove(session)
 
-    def _working(self, work: Callable[..., list[BatchResult]], *args: str) -> list[BatchResult]:
+    async def _review_code(self) -> None:
+        with self._code_lock:
+            queued, self._code_queue = self._code_queue, []
+        for root, head, flagged in queued:
+            assert self.code_review is not None
+            done = await anyio.to_thread.run_sync(self._working, self.code_review.review, root, head, flagged)
+            logger.info("code review at %s: %s", head[:7], ", ".join(f"{r.memory} {r.verdict}" for r in done))
+
+    def _working(self, work: Callable[..., list[Any]], *args: object) -> list[Any]:
         """``work`` on this worker thread, the lease renewed from another while it runs."""
         if self._lease is None:
             return work(*args)

@@ -91,6 +91,7 @@ class Daemon:
             self.remembering = Remembering(self.calls, self.index, self.recording, settings)
             self.meter = TokenMeter(store, settings.llm_daily_token_cap)
             self.distilling = DistillLoop(store, self.index.engine, settings, self.meter, self.follower.poll)
+            self.recall.code.on_stale = self.distilling.review_code  # re-judged by the writer
             self.keep = KeepSets(store, settings, self.calls)
             auditor = Auditor(self.distilling.decisions)
             self.ledger = HookLedger(self.calls, settings, auditor, self.index.engine, self._clock)
