@@ -311,3 +311,30 @@ def test_with_a_model_the_writer_rejudges_flagged_memories_against_the_code_as_i
     }
     assert ids["deploy"] not in flagged and ids["lb"] not in flagged  # refreshed; closed
     assert ids["legacy"] in flagged  # its file is gone: nothing to judge it against, still flagged
+
+
+def test_a_worktree_is_checked_against_its_own_head(home: Home, repo: Path, tmp_path: Path) -> None:
+    words = home.with_env(MNEMO_EMBEDDER="none")
+    tree = tmp_path / "shop-hotfix"
+    _git(repo, "remote", "add", "origin", "git@github.com:shop/api.git")  # the workspace's identity
+    _git(repo, "worktree", "add", "-q", "-b", "hotfix", str(tree))
+    ns = workspace_namespace(str(tree))
+    assert ns == workspace_namespace(str(repo))  # one workspace, two checkouts
+    made = words.mnemo(
+        "remember",
+        "timeout_sec in infra/lb.tf is 600",
+        "--type",
+        "fact",
+        "--namespace",
+        ns,
+        "--json",
+        cwd=tree,
+    )
+    memory = json.loads(made.stdout)
+    assert memory["code"]["commit"] == _git(tree, "rev-parse", "HEAD").strip()
+    (tree / "infra/lb.tf").write_text(LB_CHANGED)
+    _git(tree, "commit", "-q", "-am", "hotfix: a longer timeout")
+    in_tree = json.loads(words.mnemo("check-code", str(tree), "--json").stdout)
+    assert [f["memory"] for f in in_tree["flagged"]] == [memory["id"]]
+    in_main = json.loads(words.mnemo("check-code", str(repo), "--json").stdout)
+    assert in_main["flagged"] == []  # main's checkout did not move
