@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,11 +82,15 @@ def check(
     if current is None:
         result.complete = False
         return result
-    # The new content of every changed file, in one call: what the memory names is looked up there.
-    changed = {
-        current[f.path] for _, code in anchored for f in code.files if current.get(f.path, f.blob) != f.blob
-    }
-    asked = _Questions(root, head, git.contents(root, sorted(changed)))
+    # Read ahead, at once (git runs in its own processes): the new content of every changed file
+    # (what the memory names is looked up there), and the commits since each anchor that changed one.
+    changed = [(code.commit, f) for _, code in anchored for f in code.files if current.get(f.path) != f.blob]
+    blobs = sorted({current[f.path] for _, f in changed if f.path in current})
+    since = list(dict.fromkeys(commit for commit, f in changed if f.path in current))[:MAX_HISTORY_CALLS]
+    with ThreadPoolExecutor(max_workers=1 + len(since)) as pool:
+        texts = pool.submit(git.contents, root, blobs)
+        history = {commit: pool.submit(git.changes_since, root, commit) for commit in since}
+        asked = _Questions(root, head, texts.result(), {c: h.result() or {} for c, h in history.items()})
     for memory_id, code in anchored:
         for anchored_file in code.files:
             if current.get(anchored_file.path) == anchored_file.blob:
@@ -110,9 +115,11 @@ def _holds(text: str, token: str) -> bool:
 class _Questions:
     """The slower git questions, each asked once per check and within their bounds."""
 
-    def __init__(self, root: Path, head: str, texts: dict[str, str]) -> None:
+    def __init__(
+        self, root: Path, head: str, texts: dict[str, str], history: dict[str, dict[str, list[str]]]
+    ) -> None:
         self._root, self._head = root, head
-        self._history: dict[str, dict[str, list[str]]] = {}
+        self._history = history  # anchor commit → {path: commits since that changed it}
         self._renames: dict[str, dict[str, str]] = {}
         self._texts = texts  # blob → text, read ahead for the changed files
 

@@ -8,6 +8,7 @@ git offers ``-z``, so no path is misread.
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import subprocess
 from collections.abc import Sequence
@@ -46,10 +47,47 @@ def git(
 
 
 def head(root: Path) -> str | None:
-    """The commit HEAD names (None: no commit yet, or no git)."""
+    """The commit HEAD names (None: no commit yet, or no git). Read from the repository's files
+    when they are the plain kind (a loose or packed branch, or a detached HEAD), so that a check
+    whose HEAD did not move spawns nothing; asked of git otherwise."""
+    if shutil.which("git") is None:
+        return None
+    found = _head_from_files(root)
+    if found is not None:
+        return found
     out = git(root, ["rev-parse", "--verify", "-q", "HEAD"])
     text = out.decode("ascii", "replace").strip() if out else ""
     return text or None
+
+
+_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+def _head_from_files(root: Path) -> str | None:
+    try:
+        gitdir = root / ".git"
+        if gitdir.is_file():  # a worktree: "gitdir: <path>", its refs in the common directory
+            gitdir = (root / gitdir.read_text().split(":", 1)[1].strip()).resolve()
+        common = gitdir
+        if (gitdir / "commondir").is_file():
+            common = (gitdir / (gitdir / "commondir").read_text().strip()).resolve()
+        text = (gitdir / "HEAD").read_text().strip()
+        if _SHA.fullmatch(text):
+            return text
+        if not text.startswith("ref: refs/"):
+            return None
+        ref = text[5:]
+        for directory in (gitdir, common):
+            if (directory / ref).is_file():
+                value = (directory / ref).read_text().strip()
+                return value if _SHA.fullmatch(value) else None
+        for line in (common / "packed-refs").read_text().splitlines():
+            sha, _, name = line.partition(" ")
+            if name == ref and _SHA.fullmatch(sha):
+                return sha
+    except (OSError, IndexError, UnicodeDecodeError):
+        return None
+    return None
 
 
 def blobs(root: Path, commit: str, paths: Sequence[str]) -> dict[str, str] | None:
