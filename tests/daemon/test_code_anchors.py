@@ -338,3 +338,45 @@ def test_a_worktree_is_checked_against_its_own_head(home: Home, repo: Path, tmp_
     assert [f["memory"] for f in in_tree["flagged"]] == [memory["id"]]
     in_main = json.loads(words.mnemo("check-code", str(repo), "--json").stdout)
     assert in_main["flagged"] == []  # main's checkout did not move
+
+
+def test_a_slow_git_never_holds_the_hook_the_check_finishes_behind_it(
+    home: Home, repo: Path, tmp_path: Path
+) -> None:
+    # The real git behind a shim that takes half a second a call, as on a huge repository or a
+    # slow disk: the check outlasts the hook's wait, so the hook answers without it, and the flag
+    # the check finds in the background is on the next hook's line.
+    shim = tmp_path / "slow-git"
+    shim.mkdir()
+    real = subprocess.run(
+        ["sh", "-c", "command -v git"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    (shim / "git").write_text(f'#!/bin/sh\nsleep 0.5\nexec "{real}" "$@"\n')
+    (shim / "git").chmod(0o755)
+    slow = home.with_env(MNEMO_EMBEDDER="none", PATH=f"{shim}:{home.env.get('PATH', '/usr/bin:/bin')}")
+    ns = workspace_namespace(str(repo))
+    made = slow.mnemo(
+        "remember",
+        "timeout_sec in infra/lb.tf is 600",
+        "--type",
+        "fact",
+        "--namespace",
+        ns,
+        "--json",
+        cwd=repo,
+    )
+    memory_id = json.loads(made.stdout)["id"]
+    (repo / "infra/lb.tf").write_text(LB_CHANGED)
+    _git(repo, "commit", "-q", "-am", "two")
+
+    started, code = hook(
+        slow, "SessionStart", event_input("SessionStart", "s-slow", cwd=str(repo)), deadline_s=2.5
+    )
+    line = next(x for x in context_of(started).splitlines() if memory_id in x)
+    assert code == 0 and "may be outdated" not in line  # answered before the check was done
+    flagged = json.loads(slow.mnemo("check-code", str(repo), "--json").stdout)["flagged"]
+    assert [f["memory"] for f in flagged] == [memory_id]
+    again, _ = hook(
+        slow, "SessionStart", event_input("SessionStart", "s-slow-2", cwd=str(repo)), deadline_s=2.5
+    )
+    assert "may be outdated: infra/lb.tf changed in" in context_of(again)  # the same HEAD: no new check

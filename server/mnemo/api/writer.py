@@ -29,7 +29,10 @@ class JudgeLogEntry(BaseModel):
     session: str
     namespace: str
     memory: str = Field(description="The judged memory's id (stored only when the action is add or close).")
-    action: str = Field(description="add, merge, close or episodes_only.")
+    action: str = Field(
+        description="add, merge, close or episodes_only; for the code check (batch code:<commit>): "
+        "confirmed, closed or unclear."
+    )
     target: str = Field(description="The memory merged into ('' unless merge).")
     closes: list[str]
     reason: str
