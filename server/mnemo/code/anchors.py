@@ -42,7 +42,7 @@ def named_paths(texts: Iterable[str]) -> list[str]:
 
 
 def _symbols(texts: Sequence[str]) -> list[str]:
-    """Identifiers that look like code: snake_case, camelCase, SCREAMING or dotted."""
+    """Identifiers that look like code: snake_case, SCREAMING_CASE, camelCase."""
     found: dict[str, None] = {}
     for text in texts:
         for token in _IDENTIFIER.findall(text):

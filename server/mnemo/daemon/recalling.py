@@ -3,6 +3,8 @@ No language model is asked; the index answers (:mod:`mnemo.index`)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import anyio
 import anyio.to_thread
 
@@ -15,6 +17,7 @@ from mnemo.api.recall import (
     RecallRequest,
     RecallResult,
 )
+from mnemo.code import git
 from mnemo.daemon.code_checks import CHECK_DEADLINE_S, CodeChecks
 from mnemo.daemon.indexing import Indexing
 from mnemo.daemon.recording import Recording
@@ -23,7 +26,7 @@ from mnemo.errors import NotFoundError
 from mnemo.index.documents import Ranked
 from mnemo.index.live import Question
 from mnemo.memories import Memory
-from mnemo.workspace import workspace_namespace
+from mnemo.workspace import repo_root, workspace_namespace
 
 
 class Recall:
@@ -53,11 +56,15 @@ class Recall:
             )
             for memory_id, flag in (result.flags.items() if result else ())
         ]
+        if result is None:  # nothing anchored here, or no checkout: say which
+            root = repo_root(Path(request.cwd))
+            head = await anyio.to_thread.run_sync(git.head, root) if root is not None else None
+            return CodeCheckResult(workspace=workspace, head=head, checked=0, complete=True, flagged=[])
         return CodeCheckResult(
             workspace=workspace,
-            head=result.head if result else None,
-            checked=sum(m.code is not None for m in memories) if result else 0,
-            complete=result.complete if result else False,
+            head=result.head,
+            checked=sum(m.code is not None for m in memories),
+            complete=result.complete,
             flagged=flagged,
         )
 
