@@ -63,19 +63,33 @@ def repo_root(start: Path) -> Path | None:
     return None
 
 
-def _remote_url(root: Path) -> str:
+def git_dirs(root: Path) -> tuple[Path, Path] | None:
+    """The git directory of the checkout at ``root`` and the common one its config and shared refs
+    are in (the same but for a worktree or submodule, whose ``.git`` is a file: "gitdir: <path>").
+    None when ``.git`` is a file that names no directory."""
     git = root / ".git"
-    if git.is_file():  # a worktree or submodule: "gitdir: <path>"
-        text = git.read_text(encoding="utf-8", errors="replace").strip()
-        if not text.startswith("gitdir:"):
-            return ""
-        git = (root / text.split(":", 1)[1].strip()).resolve()
-        common = git / "commondir"
-        if common.is_file():
-            git = (git / common.read_text(encoding="utf-8").strip()).resolve()
+    if not git.is_file():
+        return git, git
+    text = git.read_text(encoding="utf-8", errors="replace").strip()
+    if not text.startswith("gitdir:"):
+        return None
+    git = (root / text.split(":", 1)[1].strip()).resolve()
+    common = git / "commondir"
+    if common.is_file():
+        return git, (git / common.read_text(encoding="utf-8").strip()).resolve()
+    return git, git
+
+
+def _remote_url(root: Path) -> str:
+    try:
+        dirs = git_dirs(root)
+    except OSError:
+        return ""
+    if dirs is None:
+        return ""
     parser = configparser.RawConfigParser(strict=False)
     try:
-        parser.read(git / "config", encoding="utf-8")
+        parser.read(dirs[1] / "config", encoding="utf-8")
     except (configparser.Error, OSError):
         return ""
     remotes = [s for s in parser.sections() if s.startswith('remote "')]

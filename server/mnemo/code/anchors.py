@@ -101,18 +101,26 @@ def anchor(cwd: str, memory_texts: Sequence[str], source_calls: Sequence[str] = 
     names = named_paths([*memory_texts, *source_calls])
     if commit is None or not names:
         return None
-    tracked = git.tracked(root)
+    tracked = git.tree(root, commit)
     if not tracked:
         return None
-    return anchor_at(root, commit, memory_texts, _resolve(names, root, Path(cwd), tracked))
+    paths = _resolve(names, root, Path(cwd), list(tracked))
+    return anchor_at(root, commit, memory_texts, paths, {p: tracked[p] for p in paths})
 
 
 def anchor_at(
-    root: Path, commit: str, memory_texts: Sequence[str], paths: Sequence[str]
+    root: Path,
+    commit: str,
+    memory_texts: Sequence[str],
+    paths: Sequence[str],
+    blobs: dict[str, str] | None = None,
 ) -> CodeAnchor | None:
-    """The anchor to ``paths`` (relative to ``root``) at ``commit``: each file's blob and the
-    symbols and values ``memory_texts`` name that it holds. None when none of them is there."""
-    found = git.blobs(root, commit, list(dict.fromkeys(paths))[:MAX_FILES]) if paths else None
+    """The anchor to ``paths`` (relative to ``root``) at ``commit``: each file's blob (``blobs``,
+    when the caller has read them already) and the symbols and values ``memory_texts`` name that
+    it holds. None when none of them is there."""
+    found = blobs
+    if found is None and paths:
+        found = git.blobs(root, commit, list(dict.fromkeys(paths))[:MAX_FILES])
     if not found:
         return None
     symbols = _symbols(memory_texts)

@@ -14,6 +14,8 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from mnemo.workspace import git_dirs
+
 logger = logging.getLogger(__name__)
 TIMEOUT_S = 2.0
 # Up to this many paths are named to ls-tree; more, and the whole tree is listed.
@@ -65,12 +67,10 @@ _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 def _head_from_files(root: Path) -> str | None:
     try:
-        gitdir = root / ".git"
-        if gitdir.is_file():  # a worktree: "gitdir: <path>", its refs in the common directory
-            gitdir = (root / gitdir.read_text().split(":", 1)[1].strip()).resolve()
-        common = gitdir
-        if (gitdir / "commondir").is_file():
-            common = (gitdir / (gitdir / "commondir").read_text().strip()).resolve()
+        dirs = git_dirs(root)  # a worktree's HEAD is its own, its branches in the common directory
+        if dirs is None:
+            return None
+        gitdir, common = dirs
         text = (gitdir / "HEAD").read_text().strip()
         if _SHA.fullmatch(text):
             return text
@@ -97,32 +97,32 @@ def blobs(root: Path, commit: str, paths: Sequence[str]) -> dict[str, str] | Non
     if not paths:
         return {}
     if len(paths) > _ARGS_PER_CALL:
-        out = git(root, ["ls-tree", "-r", "-z", "--full-tree", commit])
-    else:
-        out = git(root, ["ls-tree", "-z", "--full-tree", commit, "--", *paths])
+        whole = tree(root, commit)
+        return None if whole is None else {p: whole[p] for p in paths if p in whole}
+    return _listed(git(root, ["ls-tree", "-z", "--full-tree", commit, "--", *paths]))
+
+
+def tree(root: Path, commit: str) -> dict[str, str] | None:
+    """{path: blob id} for every file of ``commit``'s tree."""
+    return _listed(git(root, ["ls-tree", "-r", "-z", "--full-tree", commit]))
+
+
+def _listed(out: bytes | None) -> dict[str, str] | None:
+    """``git ls-tree -z`` output as {path: blob id}, its files only."""
     if out is None:
         return None
-    wanted, found = set(paths), {}
+    found = {}
     for entry in out.split(b"\0"):
         meta, _, raw = entry.partition(b"\t")
-        parts, path = meta.split(), raw.decode("utf-8", "surrogateescape")
-        if len(parts) == 3 and parts[1] == b"blob" and path in wanted:
-            found[path] = parts[2].decode("ascii")
+        parts = meta.split()
+        if len(parts) == 3 and parts[1] == b"blob":
+            found[raw.decode("utf-8", "surrogateescape")] = parts[2].decode("ascii")
     return found
-
-
-def tracked(root: Path) -> list[str] | None:
-    """Every path HEAD's tree holds (for finding a file a memory names by its base name)."""
-    out = git(root, ["ls-tree", "-r", "-z", "--name-only", "--full-tree", "HEAD"])
-    if out is None:
-        return None
-    return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
 
 
 def content(root: Path, blob: str, limit: int = 1_000_000) -> str | None:
     """A blob's text (at most ``limit`` bytes), or None."""
-    out = git(root, ["cat-file", "blob", blob])
-    return out[:limit].decode("utf-8", "replace") if out is not None else None
+    return contents(root, [blob], limit).get(blob)
 
 
 def contents(root: Path, blobs: Sequence[str], limit: int = 1_000_000) -> dict[str, str]:
