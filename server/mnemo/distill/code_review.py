@@ -152,14 +152,9 @@ class CodeReview:
             candidate = None
             if verdict == "still":
                 texts = [memory.what, memory.where, memory.how]
-                code = anchor_at(
-                    root,
-                    head,
-                    texts,
-                    [f.path if f.path != flag.path else (flag.new_path or f.path) for f in memory.code.files]
-                    if memory.code
-                    else [],
-                )
+                files = memory.code.files if memory.code else []
+                paths = [flag.new_path if f.path == flag.path and flag.new_path else f.path for f in files]
+                code = anchor_at(root, head, texts, paths)
                 rows.append(
                     memory.model_copy(update={"version": memory.version + 1, "code": code, "updated_at": now})
                 )

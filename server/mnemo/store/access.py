@@ -31,7 +31,7 @@ from clickhouse_connect.driver.exceptions import ClickHouseError
 from mnemo.config_sources import redact_dsn
 from mnemo.episodes import NAME_CHARS
 from mnemo.errors import InputError, StoreError
-from mnemo.store.connection import explained, first_line
+from mnemo.store.connection import explained, first_line, is_access_denied
 from mnemo.store.server import ServerOptions, connect
 
 MEMBER_ROLE = "mnemo_member"
@@ -168,7 +168,7 @@ def _apply(client: Any, statements: Sequence[str], done: Callable[[str], None]) 
         except ClickHouseError as exc:
             message = first_line(exc)
             where = f"statement {number} of {len(statements)} ({statement[:70]}…)"
-            if "ACCESS_DENIED" in message or "Code: 497" in message:
+            if is_access_denied(message):
                 raise StoreError(
                     f"the server refused {where}: {message} — run `mnemo server setup --apply` as a user "
                     "with access management (an admin), or give the SQL it prints to one"

@@ -29,12 +29,17 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def is_access_denied(text: str) -> bool:
+    """Whether a server's error is a missing grant (ACCESS_DENIED, code 497)."""
+    return "ACCESS_DENIED" in text or "Code: 497" in text
+
+
 def explained(exc: BaseException) -> str:
     """A server's error, first line, with what to do when it is about credentials or grants."""
     text = first_line(exc)
     if "AUTHENTICATION_FAILED" in text or "Code: 516" in text:
         return f"{text} — check the user in the store DSN and store_password (or store_password_file)"
-    if "ACCESS_DENIED" in text or "Code: 497" in text:
+    if is_access_denied(text):
         return (
             f"{text} — your server user lacks that grant: an admin gives it with "
             "`mnemo server setup --apply` (a member's access) or runs `mnemo server init` (the schema)"
