@@ -146,11 +146,14 @@ def coded(home: Home, llm_server: LLMServer, repo: Path) -> Iterator[tuple[Home,
         ("release", "Releases are tagged by scripts/release.sh"),
         ("alarm", "The gateway timeout alarm pages the on-call engineer"),
     ):
-        made = configured.mnemo(
-            "remember", text, "--type", "fact", "--namespace", ns, "--json", cwd=repo / "src"
-        )
-        ids[name] = json.loads(made.stdout)["id"]
+        ids[name] = _remember(configured, text, ns, repo / "src")["id"]
     yield configured, ids
+
+
+def _remember(home: Home, text: str, ns: str, cwd: Path) -> dict[str, Any]:
+    """A fact remembered through the CLI run in ``cwd``: the stored memory."""
+    made = home.mnemo("remember", text, "--type", "fact", "--namespace", ns, "--json", cwd=cwd)
+    return dict(json.loads(made.stdout))
 
 
 def _memory(home: Home, memory_id: str, query: str, ns: str) -> dict[str, Any]:
@@ -230,31 +233,11 @@ def test_without_git_or_with_a_broken_repository_nothing_is_anchored_or_flagged_
     empty = tmp_path / "no-git-here"
     empty.mkdir()
     no_git = home.with_env(MNEMO_EMBEDDER="none", PATH=str(empty))
-    made = no_git.mnemo(
-        "remember",
-        "The gateway is set in infra/lb.tf",
-        "--type",
-        "fact",
-        "--namespace",
-        ns,
-        "--json",
-        cwd=repo,
-    )
-    assert json.loads(made.stdout)["code"] is None
+    assert _remember(no_git, "The gateway is set in infra/lb.tf", ns, repo)["code"] is None
     no_git.mnemo("daemon", "stop")
 
     words = home.with_env(MNEMO_EMBEDDER="none")
-    anchored = words.mnemo(
-        "remember",
-        "timeout_sec lives in infra/lb.tf",
-        "--type",
-        "fact",
-        "--namespace",
-        ns,
-        "--json",
-        cwd=repo,
-    )
-    memory = json.loads(anchored.stdout)
+    memory = _remember(words, "timeout_sec lives in infra/lb.tf", ns, repo)
     assert memory["code"]["files"][0]["path"] == "infra/lb.tf"
     (repo / ".git" / "HEAD").write_text("garbage\n")  # a broken repository
     started, code = hook(words, "SessionStart", event_input("SessionStart", "s-broken", cwd=str(repo)))
@@ -320,17 +303,7 @@ def test_a_worktree_is_checked_against_its_own_head(home: Home, repo: Path, tmp_
     _git(repo, "worktree", "add", "-q", "-b", "hotfix", str(tree))
     ns = workspace_namespace(str(tree))
     assert ns == workspace_namespace(str(repo))  # one workspace, two checkouts
-    made = words.mnemo(
-        "remember",
-        "timeout_sec in infra/lb.tf is 600",
-        "--type",
-        "fact",
-        "--namespace",
-        ns,
-        "--json",
-        cwd=tree,
-    )
-    memory = json.loads(made.stdout)
+    memory = _remember(words, "timeout_sec in infra/lb.tf is 600", ns, tree)
     assert memory["code"]["commit"] == _git(tree, "rev-parse", "HEAD").strip()
     (tree / "infra/lb.tf").write_text(LB_CHANGED)
     _git(tree, "commit", "-q", "-am", "hotfix: a longer timeout")
@@ -355,17 +328,7 @@ def test_a_slow_git_never_holds_the_hook_the_check_finishes_behind_it(
     (shim / "git").chmod(0o755)
     slow = home.with_env(MNEMO_EMBEDDER="none", PATH=f"{shim}:{home.env.get('PATH', '/usr/bin:/bin')}")
     ns = workspace_namespace(str(repo))
-    made = slow.mnemo(
-        "remember",
-        "timeout_sec in infra/lb.tf is 600",
-        "--type",
-        "fact",
-        "--namespace",
-        ns,
-        "--json",
-        cwd=repo,
-    )
-    memory_id = json.loads(made.stdout)["id"]
+    memory_id = _remember(slow, "timeout_sec in infra/lb.tf is 600", ns, repo)["id"]
     (repo / "infra/lb.tf").write_text(LB_CHANGED)
     _git(repo, "commit", "-q", "-am", "two")
 

@@ -20,6 +20,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -27,10 +28,12 @@ import pytest
 from mnemo.distill.lease import WriterLease
 from mnemo.store import ClickHouseStore, open_store
 from tests.clickhouse_http import clickhouse_http_server
+from tests.helpers import make_memory
 
 BATCHES = [f"b{i:02d}" for i in range(24)]
 TTL_S = 2.0  # the heartbeat renews every 0.4 s: a loaded machine's pauses stay well inside it
 KILLS = 6
+AT = datetime(2026, 12, 1, tzinfo=UTC)
 
 _WRITER = """
 import sys, time
@@ -97,8 +100,6 @@ def test_writers_killed_mid_batch_leave_every_batch_committed_once(
     url, store = server
     chance = random.Random(20261202)
     takeover = WriterLease(store, "test-takeover", ttl_s=TTL_S, settle_s=0.1)
-    from tests.helpers import make_memory
-    from tests.unit.test_lease_takeovers import AT
 
     for kill in range(KILLS):
         child = _writer(url, f"writer-{kill}")
