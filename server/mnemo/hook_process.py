@@ -1,7 +1,8 @@
 """The hook process: ``mnemo-mcp hook <Event> [--client claude-code|codex]``.
 
 Claude Code and Codex start one process per hook event and wait for it, so this module imports
-nothing but the standard library and :mod:`mnemo.paths` (a Python start plus a few milliseconds):
+nothing but the standard library, :mod:`mnemo.paths` and :mod:`mnemo.private` (a Python start plus
+a few milliseconds):
 it reads the host's hook JSON on stdin, posts it unparsed to the daemon's ``/v1/hooks/<Event>``
 over the unix socket, and prints the answer's body: exactly what the host expects (often nothing). The
 daemon owns every decision (what to record, what to inject, budgets); this process only carries.
@@ -31,6 +32,7 @@ from mnemo.paths import (
     is_locked,
     layout,
 )
+from mnemo.private import has_private, remove_private
 
 # Seconds the daemon may take, per event: inside the hosts' limits with room to spare (SessionEnd
 # has 1.5 s in Claude Code). MNEMO_HOOK_TIMEOUT_S overrides them all.
@@ -164,7 +166,8 @@ def _spool(where: Layout, event: str, client: str, body: bytes) -> None:
             return
     except FileNotFoundError:
         pass
-    line = json.dumps({"event": event, "client": client, "input": body.decode("utf-8", "replace")}) + "\n"
+    text = _without_private(body.decode("utf-8", "replace"))
+    line = json.dumps({"event": event, "client": client, "input": text}) + "\n"
     fd = os.open(where.spool_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
         data = line.encode("utf-8")
@@ -172,6 +175,30 @@ def _spool(where: Layout, event: str, client: str, body: bytes) -> None:
             raise OSError(f"short write to {where.spool_path} (disk full?)")
     finally:
         os.close(fd)
+
+
+def _without_private(text: str) -> str:
+    """The hook's input with its private spans removed (:mod:`mnemo.private`) before it is
+    spooled to a file: in each string of the JSON, so that a span never closed cannot swallow the
+    rest of the input; in the raw text when it is not JSON."""
+    import json  # noqa: PLC0415 - only on this path
+
+    if not has_private(text):
+        return text
+    try:
+        return json.dumps(_strings_without_private(json.loads(text)), ensure_ascii=False)
+    except ValueError:
+        return remove_private(text)
+
+
+def _strings_without_private(value: object) -> object:
+    if isinstance(value, str):
+        return remove_private(value)
+    if isinstance(value, list):
+        return [_strings_without_private(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _strings_without_private(v) for k, v in value.items()}
+    return value
 
 
 def _start_daemon(where: Layout) -> None:

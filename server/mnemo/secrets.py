@@ -35,6 +35,7 @@ from detect_secrets.plugins.base import BasePlugin
 from detect_secrets.settings import default_settings
 
 from mnemo.errors import SecretError
+from mnemo.private import refuse_private, remove_private
 
 PLACEHOLDER = "[REDACTED:{kind}]"
 _PLACEHOLDER_RE = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
@@ -291,8 +292,16 @@ def refuse_secrets(text: str, field: str) -> None:
     )
 
 
+def refuse_unkeepable(text: str, field: str) -> None:
+    """Refuse what is written to be kept (a memory, a kept entry, a reason) when it holds what
+    mnemo never keeps: a private span (:mod:`mnemo.private`) or a credential."""
+    refuse_private(text, field)
+    refuse_secrets(text, field)
+
+
 class SecretRedactor:
-    """The :class:`mnemo.episodes.Redactor` the daemon uses."""
+    """The :class:`mnemo.episodes.Redactor` the daemon uses: private spans removed
+    (:mod:`mnemo.private`), then credentials redacted."""
 
     def redact(self, text: str) -> str:
-        return redact(text)
+        return redact(remove_private(text))

@@ -29,6 +29,7 @@ LAYERS = [
         "mnemo.jsonrpc",
         "mnemo.memories",
         "mnemo.paths",
+        "mnemo.private",
         "mnemo.secrets",
         "mnemo.transcripts",
         "mnemo.validation",

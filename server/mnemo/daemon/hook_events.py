@@ -49,6 +49,7 @@ from mnemo.jsonread import read_json
 from mnemo.keep import render_injection
 from mnemo.memories import Memory
 from mnemo.paths import SPOOL_NAME
+from mnemo.private import remove_private
 from mnemo.store.usage import InjectionRow, SessionRow
 from mnemo.usage.budget import BLOCK_TOKENS, SESSION_TOKENS, estimate_tokens, pack
 from mnemo.usage.sessions import SessionBook, SessionState
@@ -66,16 +67,8 @@ SPOOL_POLL_S = 5.0
 # A live event waits at most this long for the events spooled before the daemon was up.
 SPOOL_FIRST_WAIT_S = 0.5  # well under the hooks' own deadlines (0.8–3 s)
 # At session start, with no question to rank by: what is worth having in mind first.
-START_ORDER = {
-    MemoryType.DECISION: 0,
-    MemoryType.PREFERENCE: 1,
-    MemoryType.PROCEDURE: 2,
-    MemoryType.POSTMORTEM: 3,
-    MemoryType.PATTERN: 4,
-    MemoryType.FACT: 5,
-    MemoryType.STATE: 6,
-    MemoryType.EVENT: 7,
-}
+_FIRST_TO_LAST = ("decision", "preference", "procedure", "postmortem", "pattern", "fact", "state", "event")
+START_ORDER = {MemoryType(name): rank for rank, name in enumerate(_FIRST_TO_LAST)}
 
 
 class HookEvents:
@@ -258,6 +251,7 @@ class HookEvents:
         prompt = str(payload.get("prompt") or "")
         if not transcripts.is_person_prompt(prompt):  # e.g. a background task's <task-notification>
             return ""
+        prompt = remove_private(prompt)  # neither recalled on nor kept in the session's state
         question = strip_injected(prompt).strip()[:MAX_QUERY_CHARS]
         person = self._settings.namespace_of_person
         # The host waits on this hook: the question is embedded and ranked while the session is

@@ -19,7 +19,7 @@ from mnemo.config import Settings
 from mnemo.errors import InputError, OverBudgetError
 from mnemo.injected import refuse_unfit
 from mnemo.keep import BUDGET_CHARS, Edit, apply, normalise, used_chars
-from mnemo.secrets import refuse_secrets
+from mnemo.secrets import refuse_unkeepable
 from mnemo.store import Store
 from mnemo.vocabulary import KeepScope
 
@@ -54,7 +54,7 @@ class KeepSets:
 
     async def edit(self, request: KeepRequest) -> KeepResult:
         owner = self.owner(request.scope, request.workspace)
-        refuse_secrets(request.content, "content")
+        refuse_unkeepable(request.content, "content")
         async with self._lock:
             entries, version = await self._call_store(self._store.kept, owner)
             edit = Edit(request.action, request.content, request.old_text)
@@ -77,7 +77,7 @@ class KeepSets:
         def check() -> None:  # off the event loop: detection reads every line
             for number, entry in enumerate(entries, start=1):
                 refuse_unfit(entry, f"entry {number}")
-                refuse_secrets(entry, f"entry {number}")
+                refuse_unkeepable(entry, f"entry {number}")
 
         await anyio.to_thread.run_sync(check)
         async with self._lock:

@@ -19,7 +19,7 @@ from mnemo.errors import NotFoundError
 from mnemo.index.entities import entity_key
 from mnemo.injected import refuse_unfit
 from mnemo.memories import EntityRef, Memory, Origin, RememberRequest, forgotten
-from mnemo.secrets import refuse_secrets
+from mnemo.secrets import refuse_unkeepable
 from mnemo.vocabulary import MemoryStatus
 
 
@@ -36,10 +36,10 @@ class Remembering:
         page), so a person backs it."""
         for name in ("content", "what", "who", "when", "where", "why", "how"):
             refuse_unfit(getattr(request, name), name)
-            refuse_secrets(getattr(request, name), name)
+            refuse_unkeepable(getattr(request, name), name)
         for entity in request.entities:
             refuse_unfit(" ".join([entity.name, entity.role, *entity.aliases]), "entities")
-            refuse_secrets(" ".join([entity.name, *entity.aliases]), "entities")
+            refuse_unkeepable(" ".join([entity.name, *entity.aliases]), "entities")
         namespace = request.namespace or self._settings.namespace_of_person
         note = self._recording.intake.accept(
             EpisodeIn(
@@ -85,7 +85,7 @@ class Remembering:
 
     async def forget(self, memory_id: str, reason: str) -> Memory:
         """Mark a memory forgotten (kept in the store; recall no longer returns it)."""
-        refuse_secrets(reason, "reason")
+        refuse_unkeepable(reason, "reason")
         store, engine = self._calls.store, self._index.engine
 
         def step() -> Memory:  # read, write and index under the versions lock (see reviewing.py)

@@ -29,7 +29,7 @@ from mnemo.distill.policy import ARCHIVE_AFTER
 from mnemo.errors import InputError, NotFoundError
 from mnemo.injected import refuse_unfit
 from mnemo.memories import Memory
-from mnemo.secrets import refuse_secrets
+from mnemo.secrets import refuse_unkeepable
 from mnemo.vocabulary import MemoryStatus
 
 logger = logging.getLogger(__name__)
@@ -54,7 +54,7 @@ class Reviews:
 
     async def act(self, action: ReviewAction, now: datetime | None = None) -> Memory:
         now = now or utc_now()
-        refuse_secrets(action.reason, "reason")
+        refuse_unkeepable(action.reason, "reason")
         edits = _edits(action.edit) if action.edit is not None else {}
         person = self._settings.namespace_of_person
 
@@ -139,5 +139,5 @@ def _edits(edit: ReviewEdit) -> dict[str, object]:
     for name, value in edits.items():
         if isinstance(value, str):
             refuse_unfit(value, name)
-            refuse_secrets(value, name)
+            refuse_unkeepable(value, name)
     return edits
