@@ -18,6 +18,7 @@ LAYERS = [
     {
         "mnemo",
         "mnemo.api",
+        "mnemo.archive",
         "mnemo.clock",
         "mnemo.config",
         "mnemo.config_sources",

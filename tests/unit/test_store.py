@@ -68,6 +68,26 @@ def test_a_new_memory_version_replaces_the_current_state(store: ClickHouseStore)
     assert store.counts().memories_by_status == {"forgotten": 1}
 
 
+def test_every_version_of_a_memory_survives_the_merge_that_folds_memories(store: ClickHouseStore) -> None:
+    """memories keeps a memory's newest version once its parts merge; memory_history keeps them all,
+    whatever wrote them (an insert, the writer's fenced INSERT … SELECT)."""
+    memory = _memory("m-1", "raise the gateway timeout to 600 s")
+    store.put_memory(memory)
+    store.put_memories([forgotten(memory, "wrong")], batch="batch_a")
+    third = memory.model_copy(update={"version": 3, "status": MemoryStatus.ACTIVE, "content": "600 s, again"})
+    store.write_lease("writer", "me", 1, 60.0)
+    assert store.put_memories_fenced([third], batch="batch_b", lease=("writer", "me", 1))
+    store._db.command("OPTIMIZE TABLE memories FINAL")
+    assert store._db.query("SELECT version FROM memories WHERE id = 'm-1'").result_rows == [(3,)]
+    versions = store.memory_versions(["m-1", "m-unknown"])
+    assert [(v.memory.version, v.memory.status, v.batch) for v in versions] == [
+        (1, MemoryStatus.ACTIVE, ""),
+        (2, MemoryStatus.FORGOTTEN, "batch_a"),
+        (3, MemoryStatus.ACTIVE, "batch_b"),
+    ]
+    assert versions[0].committed_at <= versions[1].committed_at
+
+
 def test_memory_round_trips_its_entities_and_sources(store: ClickHouseStore) -> None:
     memory = _memory(
         "m-2", "cut streams", entities=[EntityRef(name="lb.tf", role="location")], sources=["a", "b"]

@@ -1,5 +1,5 @@
-"""The ``mnemo`` command: remember, recall, recall-episode, forget, keep, review, import, status,
-stats, distill, judge-log, models, daemon, server.
+"""The ``mnemo`` command: remember, recall, recall-episode, forget, keep, review, import, export,
+status, stats, distill, judge-log, models, daemon, server.
 
 With ``--json``, recall and recall-episode print exactly the structured output of the MCP tools
 of the same name. Errors go to stderr as ``mnemo: error: …`` with exit status 1 (2 for usage).
@@ -30,6 +30,7 @@ GROUPS = {
     "distill": "writer",
     "judge-log": "writer",
     "import": "imports",
+    "export": "exchange",
     "status": "ops",
     "stats": "ops",
     "models": "ops",

@@ -1,4 +1,5 @@
-"""import: episodes from a JSONL file, or from Claude Code / Codex transcripts (idempotent).
+"""import: memories from an export (``--memories``), episodes from a JSONL file, or from Claude
+Code / Codex transcripts (all idempotent).
 
 The one command that validates what it sends itself (pydantic, a line at a time, so that each bad
 line is reported by its number) and so loads the typed client.
@@ -19,6 +20,7 @@ from mnemo.cli.progress import ProgressBar
 from mnemo.cli.render import write
 from mnemo.client.typed import DaemonClient
 from mnemo.errors import InputError
+from mnemo.importing.archive import restore
 from mnemo.importing.batching import DEFAULT_BATCH_LINES
 from mnemo.importing.jsonl import import_jsonl
 from mnemo.importing.transcripts import TranscriptReport, import_transcripts
@@ -39,6 +41,8 @@ def _with_client(settings: Settings, work: Callable[[DaemonClient], Awaitable[T]
 
 def cmd_import(args: argparse.Namespace, context: Context) -> int:
     settings = context.settings()
+    if args.memories:
+        return _import_memories(args, settings)
     if args.source != "jsonl":
         return _import_transcripts(args, settings)
     if args.file is None:
@@ -70,6 +74,37 @@ def cmd_import(args: argparse.Namespace, context: Context) -> int:
         f"{len(report.bad):,} bad lines"
     )
     return EXIT_ERROR if report.bad else EXIT_OK
+
+
+def _import_memories(args: argparse.Namespace, settings: Settings) -> int:
+    if args.file is None or args.source != "jsonl":
+        raise InputError("--memories takes the file `mnemo export` wrote: mnemo import --memories FILE")
+    if not args.file.is_file():
+        raise InputError(f"{args.file}: no such file")
+    bar = None if args.quiet else ProgressBar(sys.stderr, f"importing {args.file.name}")
+
+    def progress(done: int, total: int) -> None:
+        if bar is not None:
+            bar.show(done, total, f"{done / 1e6:,.1f} of {total / 1e6:,.1f} MB")
+
+    try:
+        report = _with_client(settings, lambda c: restore(args.file, c, progress))
+    finally:
+        if bar is not None:
+            bar.close()
+    for problem in report.problems:
+        write(f"{args.file}:{problem}", sys.stderr)
+    episodes = (
+        f"; {report.episodes_new:,} new episodes, {report.episodes_present:,} already present"
+        if report.episodes_new or report.episodes_present
+        else ""
+    )
+    write(
+        f"{report.memories:,} memories: {report.written:,} written ({report.versions_written:,} versions), "
+        f"{report.present:,} already present, {len(report.problems):,} problems; "
+        f"{report.entities:,} entities updated{episodes}"
+    )
+    return EXIT_ERROR if report.problems else EXIT_OK
 
 
 def _import_transcripts(args: argparse.Namespace, settings: Settings) -> int:

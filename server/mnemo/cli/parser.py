@@ -83,8 +83,27 @@ def build_parser(commands_in_order: list[str] | None = None) -> argparse.Argumen
     p.add_argument("--json", action="store_true")
 
     p = commands.add_parser(
+        "export", help="write every memory (and optionally its history and episodes) to a file"
+    )
+    p.add_argument("file", help="the file to write (- for standard output)")
+    p.add_argument(
+        "--format",
+        choices=["jsonl", "markdown"],
+        help="jsonl (the default) or markdown (the default for a FILE ending in .md)",
+    )
+    p.add_argument(
+        "--namespace", action="append", default=[], help="only this namespace (repeatable; default: all)"
+    )
+    p.add_argument(
+        "--with-history", action="store_true", help="every version of each memory, not only the current one"
+    )
+    p.add_argument("--with-episodes", action="store_true", help="the namespaces' episodes too")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    p = commands.add_parser(
         "import",
-        help="import episodes from a JSONL file, or from Claude Code / Codex transcripts (idempotent)",
+        help="import memories from an export, or episodes from a JSONL file or Claude Code / Codex "
+        "transcripts (idempotent)",
     )
     p.add_argument(
         "file",
@@ -98,6 +117,11 @@ def build_parser(commands_in_order: list[str] | None = None) -> argparse.Argumen
         choices=["jsonl", *TRANSCRIPT_HOSTS],
         default="jsonl",
         help="claude-code: ~/.claude/projects; codex: ~/.codex/sessions",
+    )
+    p.add_argument(
+        "--memories",
+        action="store_true",
+        help="FILE is a `mnemo export` (JSONL or Markdown): restore its memories, ids kept",
     )
     p.add_argument("--batch-lines", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -159,6 +183,7 @@ def build_parser(commands_in_order: list[str] | None = None) -> argparse.Argumen
 
     p = commands.add_parser("judge-log", help="the judge's decisions, newest first")
     p.add_argument("--session", default=None, help="only this session's")
+    p.add_argument("--memory", default=None, help="only those that judged, merged into or closed this memory")
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--json", action="store_true")
 

@@ -24,7 +24,8 @@ def cmd_distill(args: argparse.Namespace, context: Context) -> int:
 def cmd_judge_log(args: argparse.Namespace, context: Context) -> int:
     if not 1 <= args.limit <= 1_000:
         raise InputError("limit: must be between 1 and 1,000")
-    log = context.client.call("GET", f"/v1/judge-log{query_string(limit=args.limit, session=args.session)}")
+    query = query_string(limit=args.limit, session=args.session, memory=args.memory)
+    log = context.client.call("GET", f"/v1/judge-log{query}")
     if args.json:
         dump(log)
         return EXIT_OK

@@ -21,6 +21,7 @@ import anyio.to_thread
 from pydantic import BaseModel, ValidationError
 
 from mnemo.api.episodes import AppendRequest, AppendResponse
+from mnemo.api.exchange import ImportRequest, ImportResult
 from mnemo.api.keep import KeepRequest, KeepResult, KeptSets
 from mnemo.api.memories import ForgetRequest
 from mnemo.api.recall import EpisodesResult, RecallEpisodeRequest, RecallRequest, RecallResult
@@ -71,11 +72,18 @@ class DaemonClient:
         return await anyio.to_thread.run_sync(ensure_daemon, self._settings)
 
     async def _request(
-        self, method: str, path: str, body: BaseModel | None, result: type[M], *, is_idempotent: bool = True
+        self,
+        method: str,
+        path: str,
+        body: BaseModel | None,
+        result: type[M],
+        *,
+        is_idempotent: bool = True,
+        keeps_nulls: bool = False,
     ) -> M:
         if self._http is None:
             raise RuntimeError("DaemonClient used outside `async with`")
-        content = _encoded(body) if body is not None else None
+        content = _encoded(body, keeps_nulls) if body is not None else None
         timeout_s = self._settings.request_timeout_s
         http = self._http
         for attempt in (1, 2):
@@ -148,6 +156,10 @@ class DaemonClient:
         query = urlencode({"limit": limit, **({"session": session} if session else {})})
         return await self._request("GET", f"/v1/judge-log?{query}", None, JudgeLog)
 
+    async def import_records(self, request: ImportRequest) -> ImportResult:
+        """Records of an export file (an episode's turn may be null: nulls are sent)."""
+        return await self._request("POST", "/v1/import/memories", request, ImportResult, keeps_nulls=True)
+
     async def stats(self, days: int = 30) -> Stats:
         return await self._request("GET", f"/v1/stats?days={int(days)}", None, Stats)
 
@@ -155,6 +167,7 @@ class DaemonClient:
         return await self._request("GET", "/v1/status", None, Status)
 
 
-def _encoded(body: BaseModel) -> bytes:
-    """``body`` as the request's JSON; TooLargeError past the daemon's cap, before it is sent."""
-    return within_cap(body.model_dump_json(exclude_none=True).encode())
+def _encoded(body: BaseModel, keeps_nulls: bool = False) -> bytes:
+    """``body`` as the request's JSON (nulls left out, for the daemon's defaults, unless
+    ``keeps_nulls``); TooLargeError past the daemon's cap, before it is sent."""
+    return within_cap(body.model_dump_json(exclude_none=not keeps_nulls).encode())

@@ -19,7 +19,10 @@ Routes (all JSON, all under ``/v1``)::
     POST /v1/review                    ReviewAction → Memory (approve, reject, edit)
     POST /v1/hooks/<Event>?client=     the host's hook JSON → text/plain: what the hook prints
     GET  /v1/stats?days=30             memory injected and used over the last days (mnemo stats)
-    GET  /v1/judge-log?limit=&session= the judge's decisions, newest first
+    GET  /v1/judge-log?limit=&session=&memory= the judge's decisions, newest first
+    GET  /v1/export/namespaces         what an export would hold: memories per namespace, episodes
+    POST /v1/export                    ExportPageRequest → ExportPage (mnemo export, page by page)
+    POST /v1/import/memories           ImportRequest → ImportResult (mnemo import --memories)
     POST /v1/shutdown                  asks the daemon to exit
 
 Errors are ``{"error": {"type": <MnemoError subclass name>, "message": …}}`` with the status the
@@ -47,6 +50,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mnemo.api.code import CodeCheckRequest
 from mnemo.api.episodes import AppendRequest, AppendResponse
+from mnemo.api.exchange import ExportPageRequest, ImportRequest
 from mnemo.api.keep import WORKSPACE_PATTERN, KeepImportRequest, KeepRequest
 from mnemo.api.memories import ForgetRequest
 from mnemo.api.recall import RecallEpisodeRequest, RecallRequest
@@ -231,7 +235,17 @@ def build_app(
 
     async def judge_log(request: Request) -> Response:
         limit = whole_number(request, "limit", 20, 1_000)
-        return answer(await daemon.judge_log(limit, request.query_params.get("session") or None))
+        session = request.query_params.get("session") or None
+        return answer(await daemon.judge_log(limit, session, request.query_params.get("memory") or None))
+
+    async def export_namespaces(request: Request) -> Response:
+        return answer(await daemon.exchange.namespaces())
+
+    async def export_page(request: Request) -> Response:
+        return answer(await daemon.exchange.page(await parse(request, ExportPageRequest)))
+
+    async def import_memories(request: Request) -> Response:
+        return answer(await daemon.exchange.import_records(await parse(request, ImportRequest)))
 
     async def shutdown(request: Request) -> Response:
         logger.info("shutdown requested over the API")
@@ -278,6 +292,9 @@ def build_app(
             Route("/v1/hooks/{event}", hook, methods=["POST"]),
             Route("/v1/stats", usage_stats, methods=["GET"]),
             Route("/v1/judge-log", judge_log, methods=["GET"]),
+            Route("/v1/export/namespaces", export_namespaces, methods=["GET"]),
+            Route("/v1/export", export_page, methods=["POST"]),
+            Route("/v1/import/memories", import_memories, methods=["POST"]),
             Route("/v1/shutdown", shutdown, methods=["POST"]),
             *(review_page.routes(daemon) if review_token else []),
         ],

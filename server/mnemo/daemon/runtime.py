@@ -30,6 +30,7 @@ from mnemo.clock import utc_now
 from mnemo.config import Settings
 from mnemo.config_sources import redact_dsn
 from mnemo.daemon.distilling import DistillLoop
+from mnemo.daemon.exchange import Exchange
 from mnemo.daemon.following import Follower
 from mnemo.daemon.hook_events import HookEvents
 from mnemo.daemon.hook_ledger import HookLedger
@@ -107,6 +108,7 @@ class Daemon:
             )
             self.modes = HostModes()
             self.reviews = Reviews(self.calls, self.index, settings)
+            self.exchange = Exchange(self.calls, self.index, self.recording)
             task_group = anyio.create_task_group()
             await task_group.__aenter__()
         except BaseException:
@@ -230,8 +232,8 @@ class Daemon:
         self.distilling.request(session)
         return DistillQueued(queued=True)
 
-    async def judge_log(self, limit: int, session: str | None) -> JudgeLog:
-        rows = await self.calls(self.store.judge_log, limit, session)
+    async def judge_log(self, limit: int, session: str | None, memory: str | None = None) -> JudgeLog:
+        rows = await self.calls(self.store.judge_log, limit, session, memory)
         return JudgeLog(
             entries=[
                 JudgeLogEntry(

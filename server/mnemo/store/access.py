@@ -6,9 +6,9 @@ SELECT and INSERT in mnemo's database (no ALTER, no DROP: row policies mean noth
 can move partitions). Row policies on every table that holds a person's rows filter by
 ``currentUser()``, so one policy per table serves every member:
 
-- memories, their staged commits, episodes, batches and the judge log by ``namespace``, the kept
-  sets by ``owner``: the shared namespaces and the reader's own ``person:<user>``; a workspace
-  named in ``--workspace ID=ana,ben`` only to those members;
+- memories, their staged commits and history, episodes, batches and the judge log by
+  ``namespace``, the kept sets by ``owner``: the shared namespaces and the reader's own
+  ``person:<user>``; a workspace named in ``--workspace ID=ana,ben`` only to those members;
 - the hook sessions, injections and usage verdicts by their ``person``, the reader's own;
 - the vectors by the memory or episode they embed, through the two policies above.
 
@@ -38,6 +38,7 @@ MEMBER_ROLE = "mnemo_member"
 _BY_NAMESPACE = {
     "memories": "namespace",
     "memories_staged": "namespace",
+    "memory_history": "namespace",
     "episodes": "namespace",
     "distill_batches": "namespace",
     "judge_log": "namespace",

@@ -30,6 +30,7 @@ from mnemo.store.distill import DistillTables
 from mnemo.store.embeddings import EmbeddingTables
 from mnemo.store.entities import EntityTables
 from mnemo.store.episodes import EpisodeTables
+from mnemo.store.history import HistoryTables
 from mnemo.store.keep import KeepTables
 from mnemo.store.memories import MemoryTables
 from mnemo.store.migrations import CREATE_VERSION_TABLE, MIGRATIONS, VERSION_TABLE, for_cluster
@@ -96,7 +97,14 @@ def _check_not_locked(path: Path) -> None:
 
 
 class ClickHouseStore(
-    EpisodeTables, MemoryTables, EmbeddingTables, EntityTables, DistillTables, UsageTables, KeepTables
+    EpisodeTables,
+    MemoryTables,
+    HistoryTables,
+    EmbeddingTables,
+    EntityTables,
+    DistillTables,
+    UsageTables,
+    KeepTables,
 ):
     """Episodes, memories and entities in ClickHouse. Construct with :func:`open_store`.
     Safe to call from several threads (calls are serialised)."""

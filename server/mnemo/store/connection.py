@@ -21,7 +21,7 @@ logger = logging.getLogger(__name__)
 # What a person may read of a shared store's memories and episodes: every namespace but the other
 # people's (person:<name>); ``{scope:String}`` is the reader's own person namespace.
 _SCOPE = "(NOT startsWith(namespace, 'person:') OR namespace = {scope:String})"
-SCOPED_TABLES = frozenset({"memories", "episodes"})
+SCOPED_TABLES = frozenset({"memories", "memory_history", "episodes"})
 
 
 def first_line(exc: BaseException) -> str:

@@ -177,14 +177,25 @@ class DistillTables(Tables):
         with self._db.translated("writing the judge log"):
             self._db.insert("judge_log", [astuple(r) for r in rows], column_names=list(_JUDGE_COLUMNS))
 
-    def judge_log(self, limit: int, session: str | None = None) -> list[JudgeLogRow]:
-        where = "session = {session:String}" if session else "1"
+    def judge_log(
+        self, limit: int, session: str | None = None, memory: str | None = None
+    ) -> list[JudgeLogRow]:
+        """The judge's decisions, newest first: of ``session``'s batches, and those that judged
+        ``memory``, merged into it or closed it, when given."""
+        where = ["1"]
+        if session:
+            where.append("session = {session:String}")
+        if memory:
+            where.append(
+                "(memory = {memory:String} OR target = {memory:String} OR has(closes, {memory:String}))"
+            )
         sql = (
-            f"SELECT {', '.join(_JUDGE_COLUMNS)} FROM judge_log FINAL WHERE {where} "
+            f"SELECT {', '.join(_JUDGE_COLUMNS)} FROM judge_log FINAL WHERE {' AND '.join(where)} "
             f"ORDER BY at DESC, batch, seq DESC LIMIT {limit:d}"
         )
+        parameters = {"session": session or "", "memory": memory or ""}
         with self._db.translated("reading the judge log"):
-            rows = self._db.query(sql, parameters={"session": session or ""}).result_rows
+            rows = self._db.query(sql, parameters=parameters).result_rows
         found = []
         for row in rows:
             values = dict(zip(_JUDGE_COLUMNS, row, strict=True))

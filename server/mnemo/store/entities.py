@@ -46,6 +46,20 @@ class EntityTables(Tables):
                     column_names=["id", "version", "name", "aliases", "created_at", "updated_at"],
                 )
 
+    def entities(self, keys: Sequence[str]) -> list[tuple[str, str, list[str]]]:
+        """(key, name, aliases) of each of the entities ``keys`` that is known, by key."""
+        if not keys:
+            return []
+        rows = self._db.current_rows(
+            "entities",
+            ("id", "name", "aliases"),
+            "id IN {ids:Array(String)}",
+            {"ids": list(keys)},
+            "id",
+            len(keys),
+        )
+        return [(row[0], row[1], sorted(row[2])) for row in rows]
+
     def all_entities(self) -> list[tuple[str, str, list[str]]]:
         """(key, name, aliases) of every known entity."""
         rows = self._db.current_rows("entities", ("id", "name", "aliases"), "1", {}, "id", 10_000_000)

@@ -80,6 +80,18 @@ class EpisodeTables(Tables):
             params["namespace"] = namespace
         return read_episodes(self._db, " AND ".join(where), params, "ifNull(turn, 0), time, id", limit)
 
-    def episodes_page(self, after: str, limit: int) -> list[Episode]:
-        """Episodes with ids after ``after``, in id order (keyset pages for the index build)."""
-        return read_episodes(self._db, "id > {after:String}", {"after": after}, "id", limit)
+    def episode_namespaces(self) -> dict[str, int]:
+        """How many episodes each namespace holds."""
+        where, parameters = self._db.scoped("1", {})
+        sql = f"SELECT namespace, count() FROM episodes FINAL WHERE {where} GROUP BY namespace ORDER BY 1"
+        with self._db.translated("counting episodes by namespace"):
+            rows = self._db.query(sql, parameters=parameters).result_rows
+        return {str(namespace): int(count) for namespace, count in rows}
+
+    def episodes_page(self, after: str, limit: int, namespace: str | None = None) -> list[Episode]:
+        """Episodes with ids after ``after`` (in ``namespace`` if given), in id order: keyset pages
+        for the index build and the export."""
+        if namespace is None:
+            return read_episodes(self._db, "id > {after:String}", {"after": after}, "id", limit)
+        where = "id > {after:String} AND namespace = {ns:String}"
+        return read_episodes(self._db, where, {"after": after, "ns": namespace}, "id", limit)

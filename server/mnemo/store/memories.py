@@ -24,7 +24,7 @@ _ENTITIES, _TYPE, _STATUS, _ORIGIN, _CODE = (
 )
 
 
-def _memory_from_row(row: Sequence[Any]) -> Memory:
+def memory_from_row(row: Sequence[Any]) -> Memory:
     values = dict(zip(MEMORY_FIELDS, row, strict=True))
     # Named tuples come back as dicts from some backends and as tuples from others; dicts let
     # pydantic validate the EntityRefs in the same pass as the memory, not one by one after it.
@@ -110,7 +110,7 @@ class MemoryTables(Tables):
     ) -> list[Memory]:
         """Current memories matching ``where``, most recently updated first unless ``order`` says."""
         rows = self._db.current_rows("memories", MEMORY_COLUMNS, where, parameters, order, limit)
-        return [_memory_from_row(row) for row in rows]
+        return [memory_from_row(row) for row in rows]
 
     def get_memory(self, memory_id: str) -> Memory | None:
         found = self._memories("id = {id:String}", {"id": memory_id}, 1)
@@ -160,7 +160,7 @@ class MemoryTables(Tables):
         )
         with self._db.translated("reading memory changes"):
             rows = self._db.query(sql, parameters=parameters).result_rows
-        return [((int(r[-1]), str(r[0]), int(r[1])), _memory_from_row(r[:-1])) for r in rows]
+        return [((int(r[-1]), str(r[0]), int(r[1])), memory_from_row(r[:-1])) for r in rows]
 
     def commits_after(self, sequence: int) -> tuple[int, int]:
         """Memory versions committed after ``sequence``: how many, and the newest one's sequence
@@ -178,10 +178,14 @@ class MemoryTables(Tables):
         with self._db.translated("reading the store's clock"):
             return int(self._db.command("SELECT toUnixTimestamp64Micro(now64(6))"))
 
-    def memories_page(self, after: str, limit: int) -> list[Memory]:
-        """Current memories with ids after ``after``, in id order (keyset pages for the index build).
+    def memories_page(self, after: str, limit: int, namespace: str | None = None) -> list[Memory]:
+        """Current memories with ids after ``after`` (in ``namespace`` if given), in id order:
+        keyset pages for the index build and the export.
 
         Each page is its own short query, so the store is free between pages for the writes that
         arrive while the daemon builds its index.
         """
-        return self._memories("id > {after:String}", {"after": after}, limit, "id")
+        if namespace is None:
+            return self._memories("id > {after:String}", {"after": after}, limit, "id")
+        where = "id > {after:String} AND namespace = {ns:String}"
+        return self._memories(where, {"after": after, "ns": namespace}, limit, "id")

@@ -320,9 +320,28 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE memories_staged ADD COLUMN IF NOT EXISTS code String DEFAULT ''",
         ),
     ),
+    Migration(
+        13,
+        "every memory version kept",
+        (
+            # memories folds a memory's versions into its newest when parts merge (its sorting key
+            # is the id alone): the view copies every version written from now on, whatever wrote
+            # it (an insert, the writer's fenced INSERT … SELECT), into a table keyed by (id,
+            # version). Versions written before this migration are read from memories itself,
+            # those not merged yet (mnemo.store.history). A column added to memories later must be
+            # added here too, and the view made again: its SELECT * was expanded when it was made.
+            "CREATE TABLE IF NOT EXISTS memory_history AS memories "
+            "ENGINE = ReplacingMergeTree ORDER BY (id, version)",
+            "CREATE MATERIALIZED VIEW IF NOT EXISTS memory_history_copy TO memory_history "
+            "AS SELECT * FROM memories",
+        ),
+    ),
 )
 
-_DDL_TARGET = re.compile(r"^(\s*(?:CREATE TABLE IF NOT EXISTS|ALTER TABLE) [A-Za-z_][A-Za-z0-9_]*)")
+_DDL_TARGET = re.compile(
+    r"^(\s*(?:CREATE TABLE IF NOT EXISTS|CREATE MATERIALIZED VIEW IF NOT EXISTS|ALTER TABLE) "
+    r"[A-Za-z_][A-Za-z0-9_]*)"
+)
 _ENGINE = re.compile(r"ENGINE = (Replacing)?MergeTree\b")
 
 

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from mnemo.episodes import AppendResult, Episode
     from mnemo.memories import Memory
     from mnemo.store.distill import Batch, JudgeLogRow, Lease
-    from mnemo.store.usage import InjectionRow, SessionHistory, SessionRow, VerdictRow
+    from mnemo.store.history import Listing, StoredVersion
+    from mnemo.store.usage import InjectionRow, MemoryUsage, SessionHistory, SessionRow, VerdictRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,8 +80,12 @@ class Store(Protocol):
         limit: int,
     ) -> list[Episode]: ...
 
-    def episodes_page(self, after: str, limit: int) -> list[Episode]:
-        """Episodes with ids after ``after``, in id order."""
+    def episode_namespaces(self) -> dict[str, int]:
+        """How many episodes each namespace holds."""
+        ...
+
+    def episodes_page(self, after: str, limit: int, namespace: str | None = None) -> list[Episode]:
+        """Episodes with ids after ``after`` (in ``namespace`` if given), in id order."""
         ...
 
     # -- memories ------------------------------------------------------------------------------
@@ -107,8 +112,26 @@ class Store(Protocol):
 
     def stale_candidates(self, updated_before: datetime, limit: int) -> list[Memory]: ...
 
-    def memories_page(self, after: str, limit: int) -> list[Memory]:
-        """Current memories with ids after ``after``, in id order."""
+    def memories_page(self, after: str, limit: int, namespace: str | None = None) -> list[Memory]:
+        """Current memories with ids after ``after`` (in ``namespace`` if given), in id order."""
+        ...
+
+    # -- a memory's story (mnemo.store.history) ------------------------------------------------
+
+    def memory_versions(self, memory_ids: Sequence[str]) -> list[StoredVersion]:
+        """Every stored version of each of ``memory_ids``, by id then version."""
+        ...
+
+    def closed_by(self, memory_id: str) -> list[Memory]:
+        """The memories whose current version says ``memory_id`` closed them."""
+        ...
+
+    def memory_namespaces(self) -> dict[str, int]:
+        """How many memories (current versions, any status) each namespace holds."""
+        ...
+
+    def list_memories(self, listing: Listing, limit: int) -> list[Memory]:
+        """Current memories that pass ``listing``'s filters, most recently changed first."""
         ...
 
     @property
@@ -158,6 +181,10 @@ class Store(Protocol):
         """Record (key, name, aliases) entities; known ones gain the aliases they lacked."""
         ...
 
+    def entities(self, keys: Sequence[str]) -> list[tuple[str, str, list[str]]]:
+        """(key, name, aliases) of each of the entities ``keys`` that is known, by key."""
+        ...
+
     def all_entities(self) -> list[tuple[str, str, list[str]]]: ...
 
     # -- the hooks' tables ---------------------------------------------------------------------
@@ -178,6 +205,10 @@ class Store(Protocol):
         ...
 
     def use_counts(self, person: str) -> dict[str, int]: ...
+
+    def memory_usage(self, memory_id: str, person: str) -> MemoryUsage:
+        """How often ``person``'s sessions were given ``memory_id``, and the audit's verdicts."""
+        ...
 
     def usage_by_day(
         self, person: str, since: datetime, until: datetime
@@ -217,7 +248,9 @@ class Store(Protocol):
 
     def put_judge_log(self, rows: Sequence[JudgeLogRow]) -> None: ...
 
-    def judge_log(self, limit: int, session: str | None = None) -> list[JudgeLogRow]: ...
+    def judge_log(
+        self, limit: int, session: str | None = None, memory: str | None = None
+    ) -> list[JudgeLogRow]: ...
 
     def read_lease(self, name: str) -> Lease | None:
         """The lease, its time left by the store's clock (None: never claimed)."""

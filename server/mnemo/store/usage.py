@@ -66,6 +66,18 @@ class SessionHistory:
     answered_turn: int = 0  # the last turn whose final answer is recorded (audited up to there)
 
 
+@dataclass(frozen=True, slots=True)
+class MemoryUsage:
+    """What one person's sessions were given of a memory, and what the usage audit said of it."""
+
+    injected: int  # blocks that carried it
+    sessions: int
+    last_injected: datetime | None
+    used: int
+    unused: int  # clearly unused
+    unclear: int
+
+
 _SESSION_COLUMNS = tuple(f.name for f in fields(SessionRow))
 _INJECTION_COLUMNS = tuple(f.name for f in fields(InjectionRow))
 _VERDICT_COLUMNS = tuple(f.name for f in fields(VerdictRow))
@@ -196,6 +208,29 @@ class UsageTables(Tables):
         )
         window = {"since": as_stored(since), "until": as_stored(until), "person": person}
         return self._sessions(where, window, "started_at")
+
+    def memory_usage(self, memory_id: str, person: str) -> MemoryUsage:
+        """How often ``person``'s sessions were given ``memory_id``, and the audit's verdicts."""
+        parameters = {"m": memory_id, "p": person}
+        with self._db.translated("reading a memory's usage"):
+            injected, sessions, last = self._db.query(
+                "SELECT count(), uniqExact(session), max(at) FROM injections FINAL "
+                "WHERE memory = {m:String} AND person = {p:String}",
+                parameters=parameters,
+            ).result_rows[0]
+            used, unused, unclear = self._db.query(
+                "SELECT countIf(verdict = 'used'), countIf(verdict = 'unused'), countIf(verdict = 'unclear') "
+                "FROM usage_verdicts FINAL WHERE memory = {m:String} AND person = {p:String}",
+                parameters=parameters,
+            ).result_rows[0]
+        return MemoryUsage(
+            int(injected),
+            int(sessions),
+            as_stored(last) if injected else None,
+            int(used),
+            int(unused),
+            int(unclear),
+        )
 
     def use_counts(self, person: str) -> dict[str, int]:
         """How many turns used each memory, for ``person`` (memories never used are absent)."""

@@ -1,0 +1,216 @@
+"""Export and import of memories: the pages ``mnemo export`` reads, and the records ``mnemo import
+--memories`` brings back (the file: :mod:`mnemo.archive`).
+
+An import keeps ids and is idempotent. A memory's versions in the file are compared with those the
+store holds, version by version:
+
+- none stored: every version is written (the newest is the memory as it stands);
+- all the versions both hold are equal: the versions the store lacks are written (a newer one
+  moves the memory on; older ones complete its history), none when it lacks none;
+- a version both hold differs, or the store holds the memory with none of the file's versions:
+  a conflict, reported; nothing of that memory is written.
+
+Every text field is checked as a remembered one is (mnemo's own tags, control characters, private
+spans, credentials): a memory that fails is refused, whole. Episodes keep their ids and are
+redacted like any episode; one stored already with another text is a conflict and stays as stored.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from collections import defaultdict
+from collections.abc import Sequence
+
+import anyio
+import anyio.to_thread
+
+from mnemo.api.exchange import (
+    EntityRecord,
+    ExportedMemory,
+    ExportNamespaces,
+    ExportPage,
+    ExportPageRequest,
+    ImportedEpisode,
+    ImportedMemory,
+    ImportRequest,
+    ImportResult,
+)
+from mnemo.daemon.indexing import Indexing
+from mnemo.daemon.recording import Recording
+from mnemo.daemon.storecalls import StoreCalls
+from mnemo.episodes import Episode
+from mnemo.errors import MnemoError
+from mnemo.index.entities import entity_key
+from mnemo.injected import refuse_unfit
+from mnemo.memories import Memory
+from mnemo.secrets import refuse_unkeepable
+from mnemo.store.history import StoredVersion
+
+logger = logging.getLogger(__name__)
+_CHECKED = ("content", "what", "who", "when", "where", "why", "how", "status_reason")
+
+
+class Exchange:
+    def __init__(self, calls: StoreCalls, index: Indexing, recording: Recording) -> None:
+        self._calls = calls
+        self._store = calls.store
+        self._index = index
+        self._recording = recording
+
+    async def namespaces(self) -> ExportNamespaces:
+        await self._recording.journal_flushed()
+        memories = await self._calls(self._store.memory_namespaces)
+        return ExportNamespaces(memories=memories, episodes=await self._calls(self._store.episode_namespaces))
+
+    async def page(self, request: ExportPageRequest) -> ExportPage:
+        """One page of a namespace's memories (with their entities) or episodes, in id order."""
+        if request.what == "episodes":
+            await self._recording.journal_flushed()
+            read = self._store.episodes_page
+            episodes = await self._calls(read, request.after, request.limit, request.namespace)
+            last = episodes[-1].id if len(episodes) == request.limit else ""
+            return ExportPage(episodes=episodes, next=last)
+        current = await self._calls(
+            self._store.memories_page, request.after, request.limit, request.namespace
+        )
+        versions = await self._calls(self._store.memory_versions, [m.id for m in current])
+        if not request.history:
+            newest = {(m.id, m.version) for m in current}
+            versions = [v for v in versions if (v.memory.id, v.memory.version) in newest]
+        keys = sorted({entity_key(e.name) for v in versions for e in v.memory.entities})
+        entities = await self._calls(self._store.entities, keys)
+        return ExportPage(
+            memories=[_exported(v) for v in versions],
+            entities=[EntityRecord(key=k, name=n, aliases=a) for k, n, a in entities],
+            next=current[-1].id if len(current) == request.limit else "",
+        )
+
+    async def import_records(self, request: ImportRequest) -> ImportResult:
+        """Write what the store lacks of the request's memories, entities and episodes."""
+        memories = await anyio.to_thread.run_sync(self._import_memories, request.memories)
+        entities = await anyio.to_thread.run_sync(self._import_entities, request.entities)
+        episodes = await self._import_episodes(request.episodes)
+        if any(m.added for m in memories):
+            self._index.wake_embedder()
+        return ImportResult(memories=memories, entities=entities, episodes=episodes)
+
+    def _import_memories(self, records: Sequence[ExportedMemory]) -> list[ImportedMemory]:
+        results: dict[str, ImportedMemory] = {}
+        by_id: dict[str, dict[int, ExportedMemory]] = defaultdict(dict)
+        for record in records:
+            if record.id in results:
+                continue
+            refusal = self._refusal(record)
+            if refusal:
+                results[record.id] = ImportedMemory(id=record.id, outcome="refused", message=refusal)
+                by_id.pop(record.id, None)
+            else:
+                by_id[record.id][record.version] = record
+        with self._store.versions_lock:  # no writer commit, review step or forget in between
+            stored: dict[str, dict[int, Memory]] = defaultdict(dict)
+            for version in self._store.memory_versions(list(by_id)):
+                stored[version.memory.id][version.memory.version] = version.memory
+            writes: dict[str, list[Memory]] = defaultdict(list)
+            newest: list[Memory] = []
+            for memory_id, versions in by_id.items():
+                result = _compared(memory_id, versions, stored[memory_id])
+                results[memory_id] = result
+                for number in result.added:
+                    writes[versions[number].batch].append(versions[number].stored())
+                if result.added and max(result.added) > max(stored[memory_id], default=0):
+                    newest.append(versions[max(result.added)].stored())
+            for batch, rows in sorted(writes.items()):
+                self._store.put_memories(rows, batch=batch)
+            if newest:
+                self._index.engine.add_memories(newest)
+        added = sum(len(r.added) for r in results.values())
+        if added:
+            logger.info("import: %d memory versions written", added)
+        return [results[r] for r in dict.fromkeys(r.id for r in records)]
+
+    def _refusal(self, record: ExportedMemory) -> str:
+        """Why ``record`` may not be stored ('' when it may)."""
+        try:
+            for name in _CHECKED:
+                refuse_unfit(getattr(record, name), name)
+                refuse_unkeepable(getattr(record, name), name)
+            for entity in record.entities:
+                refuse_unfit(f"{entity.name} {entity.role}", "entities")
+                refuse_unkeepable(entity.name, "entities")
+            person = self._store.person
+            if (
+                person is not None
+                and record.namespace.startswith("person:")
+                and record.namespace != f"person:{person}"
+            ):
+                return f"namespace {record.namespace} is another person's (you are person:{person})"
+        except MnemoError as exc:
+            return f"version {record.version}: {exc}"
+        return ""
+
+    def _import_entities(self, records: Sequence[EntityRecord]) -> int:
+        wanted = {entity_key(r.name): (r.name, sorted(set(r.aliases))) for r in records}
+        if not wanted:
+            return 0
+        known = {key: set(aliases) for key, _, aliases in self._store.entities(list(wanted))}
+        changed = [k for k, (_, aliases) in wanted.items() if k not in known or not set(aliases) <= known[k]]
+        entries = [(key, name, aliases) for key, (name, aliases) in wanted.items()]
+        self._store.upsert_entities(entries)
+        self._index.engine.add_entities(entries)
+        return len(changed)
+
+    async def _import_episodes(self, records: Sequence[Episode]) -> list[ImportedEpisode]:
+        if not records:
+            return []
+        redact = self._recording.redact
+        redacted = await anyio.to_thread.run_sync(
+            lambda: [e.model_copy(update={"text": redact(e.text)}) for e in records]
+        )
+        results = await self._recording.writer.submit(redacted)
+        return [
+            ImportedEpisode(
+                id=e.id,
+                outcome="present"
+                if not r.is_new and not r.is_changed
+                else "added"
+                if r.is_new
+                else "conflict",
+                message="stored already with another text; kept as stored" if r.is_changed else "",
+            )
+            for e, r in zip(redacted, results, strict=True)
+        ]
+
+
+def _exported(version: StoredVersion) -> ExportedMemory:
+    return ExportedMemory.model_validate({**version.memory.model_dump(), "batch": version.batch})
+
+
+def _compared(
+    memory_id: str, versions: dict[int, ExportedMemory], stored: dict[int, Memory]
+) -> ImportedMemory:
+    """What to write of a memory's ``versions`` given the ones the store holds (see the module)."""
+    shared = sorted(set(versions) & set(stored))
+    if stored and not shared:
+        return ImportedMemory(
+            id=memory_id,
+            outcome="conflict",
+            message=f"the store holds this memory at version {max(stored)}, the file at "
+            f"{', '.join(map(str, sorted(versions)))}: not the same history; left as stored",
+        )
+    for number in shared:
+        if _comparable(stored[number]) != _comparable(versions[number].stored()):
+            return ImportedMemory(
+                id=memory_id,
+                outcome="conflict",
+                message=f"version {number} is stored with other content; left as stored",
+            )
+    missing = sorted(set(versions) - set(stored))
+    return ImportedMemory(id=memory_id, outcome="added" if missing else "present", added=missing)
+
+
+def _comparable(memory: Memory) -> dict[str, object]:
+    """``memory``'s fields as the store keeps them (its confidence a 32-bit float)."""
+    fields = memory.model_dump()
+    fields["confidence"] = struct.unpack("f", struct.pack("f", memory.confidence))[0]
+    return fields
