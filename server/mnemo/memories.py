@@ -24,6 +24,7 @@ class Origin(StrEnum):
     EXPLICIT = "explicit"
     DISTILLED = "distilled"
     MANUAL = "manual"
+    IMPORTED = "imported"  # from a file people keep: CLAUDE.md, AGENTS.md, an auto-memory
 
 
 WText = Annotated[str, Field(max_length=MAX_W_CHARS)]

@@ -45,3 +45,5 @@ class KeepAction(StrEnum):
 KEEP_FILE_PATH = ".mnemo/MEMORY.md"
 # The hosts whose transcripts mnemo reads (mnemo import --from).
 TRANSCRIPT_HOSTS = ("claude-code", "codex")
+# The files people keep that mnemo imports as candidates (mnemo import --from).
+NOTE_SOURCES = ("claude-md", "agents-md", "claude-auto-memory", "codex-memories")

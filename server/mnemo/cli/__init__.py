@@ -12,6 +12,7 @@ standard library on the way to a running daemon (a test checks it).
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 from mnemo.cli.context import EXIT_ERROR, Context
@@ -59,6 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("mnemo: interrupted\n")
         return 130
+    except BrokenPipeError:  # the reader went away (mnemo review list | head): nothing to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nor at exit's flush
+        return EXIT_ERROR
     finally:
         context.close()
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mnemo.vocabulary import KEEP_FILE_PATH, TRANSCRIPT_HOSTS, KeepScope, MemoryType
+from mnemo.vocabulary import KEEP_FILE_PATH, NOTE_SOURCES, TRANSCRIPT_HOSTS, KeepScope, MemoryType
 
 MEMORY_TYPES = [t.value for t in MemoryType]
 
@@ -114,9 +114,11 @@ def build_parser(commands_in_order: list[str] | None = None) -> argparse.Argumen
     p.add_argument(
         "--from",
         dest="source",
-        choices=["jsonl", *TRANSCRIPT_HOSTS],
+        choices=["jsonl", *TRANSCRIPT_HOSTS, *NOTE_SOURCES],
         default="jsonl",
-        help="claude-code: ~/.claude/projects; codex: ~/.codex/sessions",
+        help="transcripts (claude-code: ~/.claude/projects; codex: ~/.codex/sessions), or the files "
+        "people keep, as candidates for review (claude-md, agents-md: ./ and ~/.claude or ~/.codex; "
+        "claude-auto-memory: ~/.claude/projects/*/memory; codex-memories: ~/.codex/memories)",
     )
     p.add_argument(
         "--memories",

@@ -24,6 +24,7 @@ from mnemo.api.episodes import AppendRequest, AppendResponse
 from mnemo.api.exchange import ImportRequest, ImportResult
 from mnemo.api.keep import KeepRequest, KeepResult, KeptSets
 from mnemo.api.memories import ForgetRequest
+from mnemo.api.notes import NotesImportRequest, NotesImportResult
 from mnemo.api.recall import EpisodesResult, RecallEpisodeRequest, RecallRequest, RecallResult
 from mnemo.api.review import ReviewAction, ReviewQueue, ReviewUrl
 from mnemo.api.stats import Stats
@@ -159,6 +160,9 @@ class DaemonClient:
     async def import_records(self, request: ImportRequest) -> ImportResult:
         """Records of an export file (an episode's turn may be null: nulls are sent)."""
         return await self._request("POST", "/v1/import/memories", request, ImportResult, keeps_nulls=True)
+
+    async def import_notes(self, request: NotesImportRequest) -> NotesImportResult:
+        return await self._request("POST", "/v1/import/notes", request, NotesImportResult)
 
     async def stats(self, days: int = 30) -> Stats:
         return await self._request("GET", f"/v1/stats?days={int(days)}", None, Stats)

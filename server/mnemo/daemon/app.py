@@ -23,6 +23,7 @@ Routes (all JSON, all under ``/v1``)::
     GET  /v1/export/namespaces         what an export would hold: memories per namespace, episodes
     POST /v1/export                    ExportPageRequest → ExportPage (mnemo export, page by page)
     POST /v1/import/memories           ImportRequest → ImportResult (mnemo import --memories)
+    POST /v1/import/notes              NotesImportRequest → NotesImportResult (import --from claude-md …)
     POST /v1/shutdown                  asks the daemon to exit
 
 Errors are ``{"error": {"type": <MnemoError subclass name>, "message": …}}`` with the status the
@@ -53,6 +54,7 @@ from mnemo.api.episodes import AppendRequest, AppendResponse
 from mnemo.api.exchange import ExportPageRequest, ImportRequest
 from mnemo.api.keep import WORKSPACE_PATTERN, KeepImportRequest, KeepRequest
 from mnemo.api.memories import ForgetRequest
+from mnemo.api.notes import NotesImportRequest
 from mnemo.api.recall import RecallEpisodeRequest, RecallRequest
 from mnemo.api.review import ReviewAction, ReviewUrl
 from mnemo.api.writer import DistillRequest
@@ -247,6 +249,9 @@ def build_app(
     async def import_memories(request: Request) -> Response:
         return answer(await daemon.exchange.import_records(await parse(request, ImportRequest)))
 
+    async def import_notes(request: Request) -> Response:
+        return answer(await daemon.notes.import_notes(await parse(request, NotesImportRequest)))
+
     async def shutdown(request: Request) -> Response:
         logger.info("shutdown requested over the API")
         request_exit()
@@ -295,6 +300,7 @@ def build_app(
             Route("/v1/export/namespaces", export_namespaces, methods=["GET"]),
             Route("/v1/export", export_page, methods=["POST"]),
             Route("/v1/import/memories", import_memories, methods=["POST"]),
+            Route("/v1/import/notes", import_notes, methods=["POST"]),
             Route("/v1/shutdown", shutdown, methods=["POST"]),
             *(review_page.routes(daemon) if review_token else []),
         ],

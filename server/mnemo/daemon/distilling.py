@@ -9,7 +9,9 @@ lease's heartbeat renewing it all the while:
   a stopped writer left started are finished or redone;
 - every ``POLL_S`` seconds, sessions quiet for ``distill_idle_s`` with episodes past their cursor;
 - at once, sessions asked for through :meth:`DistillLoop.request` (the API the PreCompact and
-  SessionEnd hooks call).
+  SessionEnd hooks call);
+- at once, candidates imported from the files people keep (:meth:`DistillLoop.judge_imported`,
+  :mod:`mnemo.distill.imported`) and memories whose code changed (:mod:`mnemo.distill.code_review`).
 
 Before each session the index is refreshed from a shared store (``refresh``, the follower's
 poll: :mod:`mnemo.daemon.following`), so the judge compares with what every daemon wrote.
@@ -36,6 +38,7 @@ from mnemo.code.check import CodeFlag
 from mnemo.config import Settings
 from mnemo.distill.code_review import CodeReview
 from mnemo.distill.decide import DecisionModel
+from mnemo.distill.imported import ImportJudge
 from mnemo.distill.lease import NAME as LEASE_NAME
 from mnemo.distill.lease import LeaseLostError, WriterLease
 from mnemo.distill.llm import LLM
@@ -105,12 +108,27 @@ class DistillLoop:
             self.code_review = CodeReview(store, engine, self.decisions, commit, utc_now)
         self._code_queue: list[tuple[Path, str, list[tuple[Memory, CodeFlag]]]] = []
         self._code_lock = threading.Lock()
+        # Imported candidates to judge against what mnemo knows (mnemo.distill.imported).
+        self.imports: ImportJudge | None = None
+        if self._distiller is not None and self.decisions is not None:
+            commit = store.put_memories if self._lease is None else self._lease.commit
+            self.imports = ImportJudge(store, engine, self.decisions, commit, utc_now)
+        self._import_queue: list[tuple[str, list[str]]] = []
 
     def review_code(self, root: Path, head: str, flagged: list[tuple[Memory, CodeFlag]]) -> None:
         """Re-judge ``flagged`` against ``root``'s HEAD at the next pass (any thread may call)."""
         if self.code_review is not None:
             with self._code_lock:
                 self._code_queue.append((root, head, flagged))
+
+    def judge_imported(self, source: str, memory_ids: list[str]) -> bool:
+        """Judge candidates just imported from ``source``'s files at the next pass (on the event
+        loop). False when this daemon does not judge (no model, or writer = never)."""
+        if self.imports is None or not memory_ids:
+            return False
+        self._import_queue.append((source, memory_ids))
+        self._wake.set()
+        return True
 
     def request(self, session: str) -> None:
         """Distil ``session`` now rather than after it has been idle."""
@@ -120,7 +138,7 @@ class DistillLoop:
 
     @property
     def is_busy(self) -> bool:
-        return bool(self.state.running)
+        return bool(self.state.running or self._import_queue)
 
     async def run(
         self, index_built: Callable[[], Awaitable[None]], flushed: Callable[[], Awaitable[None]]
@@ -145,6 +163,7 @@ class DistillLoop:
                         held = True
                         self._count(await anyio.to_thread.run_sync(self._working, distiller.recover))
                     await self._distil_due(distiller, flushed)
+                    await self._judge_imports()
                     await self._review_code()
                     self.state.paused_until, self.state.last_error = None, ""
                     backoff = BACKOFF_S[0]
@@ -181,6 +200,17 @@ class DistillLoop:
                 self.state.running = ""
             if session in self._requested:
                 self._requested.remove(session)
+
+    async def _judge_imports(self) -> None:
+        queued, self._import_queue = self._import_queue, []
+        for at, (source, memory_ids) in enumerate(queued):
+            assert self.imports is not None
+            try:
+                done = await anyio.to_thread.run_sync(self._working, self.imports.judge, source, memory_ids)
+            except BaseException:
+                self._import_queue[:0] = queued[at:]  # judged on the next pass, once the loop recovers
+                raise
+            logger.info("imported from %s: %s", source, ", ".join(f"{j.memory} {j.outcome}" for j in done))
 
     async def _review_code(self) -> None:
         with self._code_lock:

@@ -37,6 +37,7 @@ from mnemo.daemon.hook_ledger import HookLedger
 from mnemo.daemon.hook_modes import HostModes
 from mnemo.daemon.indexing import Indexing
 from mnemo.daemon.keeping import KeepSets
+from mnemo.daemon.noting import Notes
 from mnemo.daemon.recalling import Recall
 from mnemo.daemon.recording import Recording
 from mnemo.daemon.remembering import Remembering
@@ -109,6 +110,7 @@ class Daemon:
             self.modes = HostModes()
             self.reviews = Reviews(self.calls, self.index, settings)
             self.exchange = Exchange(self.calls, self.index, self.recording)
+            self.notes = Notes(self.calls, self.index, self.recording, self.distilling, settings)
             task_group = anyio.create_task_group()
             await task_group.__aenter__()
         except BaseException:

@@ -29,9 +29,11 @@ embedding, up to ``SOURCE_CHARS`` characters in their original order, not the be
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 
 import numpy as np
@@ -42,6 +44,7 @@ from mnemo.distill.guard import GuardVerdict, compare
 from mnemo.distill.relation import ask_in_steps
 from mnemo.embed import Embedder
 from mnemo.memories import Memory
+from mnemo.store.distill import JudgeLogRow
 
 THRESHOLD = 0.6
 CLOSING = frozenset({"updates", "contradicts"})
@@ -235,3 +238,46 @@ def _fragments(text: str) -> list[str]:
         else:
             out.append(sentence)
     return out
+
+
+def judge_log_row(
+    batch: str, seq: int, session: str, namespace: str, memory_id: str, verdict: Judgement, now: datetime
+) -> JudgeLogRow:
+    """The judge log's row for one judged memory: the action, and every probability and guard
+    reason the decision rested on."""
+
+    def shown(decision: Decision) -> dict[str, object]:
+        return {
+            "probabilities": {k: round(v, 4) for k, v in decision.probabilities.items()},
+            "method": decision.method,
+            "calibrated": decision.calibrated,
+        }
+
+    detail = {
+        "memory": verdict.memory.model_dump(),
+        "source": verdict.source,
+        "about_new": {k: shown(d) for k, d in verdict.about_new.items()},
+        "comparisons": [
+            {
+                "existing": c.existing,
+                "existing_text": c.existing_text,
+                "relation": shown(c.relation),
+                "guard": list(c.guard.reasons),
+                **({"steps": {k: round(v, 4) for k, v in c.features.items()}} if c.features else {}),
+            }
+            for c in verdict.comparisons
+        ],
+    }
+    return JudgeLogRow(
+        batch=batch,
+        seq=seq,
+        at=now,
+        session=session,
+        namespace=namespace,
+        memory=memory_id,
+        action=verdict.action.value,
+        target=verdict.merge_into or "",
+        closes=list(verdict.closes),
+        reason=verdict.reason,
+        detail=json.dumps(detail, ensure_ascii=False, default=str),
+    )

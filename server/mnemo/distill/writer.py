@@ -25,7 +25,6 @@ and the cursor moves on; a model endpoint down or a spent cap leaves it *started
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -35,7 +34,7 @@ import numpy as np
 
 from mnemo.clock import utc_now
 from mnemo.code.anchors import anchor_distilled
-from mnemo.distill.decide import Decision, DecisionModel
+from mnemo.distill.decide import DecisionModel
 from mnemo.distill.extract import (
     Draft,
     ExtractionError,
@@ -47,7 +46,7 @@ from mnemo.distill.extract import (
     transcript,
     worth_extracting,
 )
-from mnemo.distill.judge import THRESHOLD, Action, Judgement, judge
+from mnemo.distill.judge import THRESHOLD, Action, Judgement, judge, judge_log_row
 from mnemo.distill.lease import LeaseLostError, WriterLease
 from mnemo.distill.llm import LLM
 from mnemo.distill.policy import Approval, is_tool_only
@@ -212,7 +211,7 @@ class Distiller:
             source = transcript([by_id[s] for s in draft.memory.sources])
             verdict = judge(draft.memory, candidates, source, self._decisions, self._embedder)
             result.demoted += draft.demoted
-            log.append(self._log_row(batch, seq, memory.id, verdict, now))
+            log.append(judge_log_row(batch.id, seq, batch.session, batch.namespace, memory.id, verdict, now))
             if verdict.action is Action.EPISODES_ONLY:
                 result.episodes_only += 1
                 continue
@@ -343,44 +342,6 @@ class Distiller:
             updated_at=now,
             valid_from=max(e.time for e in found),
             code=anchor_distilled([extracted.what, extracted.where, extracted.how], found),
-        )
-
-    @staticmethod
-    def _log_row(batch: Batch, seq: int, memory_id: str, verdict: Judgement, now: datetime) -> JudgeLogRow:
-        def shown(decision: Decision) -> dict[str, object]:
-            return {
-                "probabilities": {k: round(v, 4) for k, v in decision.probabilities.items()},
-                "method": decision.method,
-                "calibrated": decision.calibrated,
-            }
-
-        detail = {
-            "memory": verdict.memory.model_dump(),
-            "source": verdict.source,
-            "about_new": {k: shown(d) for k, d in verdict.about_new.items()},
-            "comparisons": [
-                {
-                    "existing": c.existing,
-                    "existing_text": c.existing_text,
-                    "relation": shown(c.relation),
-                    "guard": list(c.guard.reasons),
-                    **({"steps": {k: round(v, 4) for k, v in c.features.items()}} if c.features else {}),
-                }
-                for c in verdict.comparisons
-            ],
-        }
-        return JudgeLogRow(
-            batch=batch.id,
-            seq=seq,
-            at=now,
-            session=batch.session,
-            namespace=batch.namespace,
-            memory=memory_id,
-            action=verdict.action.value,
-            target=verdict.merge_into or "",
-            closes=list(verdict.closes),
-            reason=verdict.reason,
-            detail=json.dumps(detail, ensure_ascii=False, default=str),
         )
 
 
