@@ -136,11 +136,12 @@ def test_approve_edit_reject_add_and_delete_on_the_page(home: Home, page_url: st
             page.goto(opened)
             expect(page.locator("#who")).to_contain_text("person:tester")
             assert page.url.endswith("/review")  # the secret left the address bar
+            page.get_by_role("link", name="Review").click()  # the queue is one of the browser's views
             cards = page.locator("#pending article")
             expect(cards).to_have_count(3)
             first = page.locator('article[data-id="mem_page_edit_0001"]')
             expect(first).to_contain_text("seen 3× · confidence 0.82")
-            expect(first.locator("a")).to_have_text("ep_source_1")
+            expect(first.locator("a[data-episode]")).to_have_text("ep_source_1")
             expect(first.locator(".code")).to_have_text("code: Makefile@e3e08b3 at commit f2cec2d")
 
             # Edit before approving.
@@ -196,7 +197,7 @@ def test_approve_edit_reject_add_and_delete_on_the_page(home: Home, page_url: st
             assert _state(home)[1]["mem_page_edit_0001"].namespace == "workspace:github.com/shop/api"
 
             # The source turn opens from its link.
-            first.locator("a").first.click()
+            first.locator("a[data-episode]").first.click()
             expect(page.locator("#source h2")).to_have_text("Session s-src, turn 2")
             expect(page.locator("#source section.focus")).to_contain_text("Install: curl get.example.sh | sh")
             expect(page.locator("#source")).to_contain_text("read the install page")  # the whole turn
@@ -225,6 +226,8 @@ def test_the_page_refuses_requests_without_the_users_secret(home: Home, page_url
                 page = browser.new_page()
                 page.goto(address)
                 expect(page.locator("#status")).to_contain_text("mnemo review url --open")
+                page.goto(f"{base}/review#review")
+                expect(page.locator("#status")).to_contain_text("mnemo review url --open")
                 expect(page.locator("#pending article")).to_have_count(0)
                 page.close()
         finally:
@@ -233,6 +236,11 @@ def test_the_page_refuses_requests_without_the_users_secret(home: Home, page_url
     assert _get(f"{base}/review/api/state")[0] == 403
     assert _get(f"{base}/review/api/state?token={token}")[0] == 403  # only the header counts
     assert _get(f"{base}/review/api/state", secret)[0] == 200
+    # The browser's own questions are behind the same secret.
+    for path in ("/review/api/overview", "/review/api/namespaces", "/review/api/memory/mem_page_edit_0001"):
+        assert _get(f"{base}{path}")[0] == 403 and _get(f"{base}{path}", secret)[0] == 200
+    search = b'{"query": "deploys"}'
+    assert _get(f"{base}/review/api/search", {"Content-Type": "application/json"}, search)[0] == 403
     # The API is not on the TCP port at all; a foreign Host is refused (DNS rebinding).
     assert _get(f"{base}/v1/status", secret)[0] == 404
     assert _get(f"{base}/review/api/state", {**secret, "Host": "evil.example:80"})[0] == 403

@@ -3,6 +3,7 @@ No language model is asked; the index answers (:mod:`mnemo.index`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
@@ -68,8 +69,9 @@ class Recall:
             flagged=flagged,
         )
 
-    async def recall(self, request: RecallRequest) -> RecallResult:
-        """Memories that answer the question; episodes when no memory does."""
+    async def recall(self, request: RecallRequest, statuses: Sequence[str] | None = None) -> RecallResult:
+        """Memories that answer the question; episodes when no memory does. ``statuses``: among
+        memories of those statuses instead, and never episodes (the memory browser's filter)."""
         await self._index.ready()
         engine = self._index.engine
         namespaces = [request.namespace] if request.namespace else None
@@ -84,15 +86,16 @@ class Recall:
                 types=types,
                 force_history=request.include_history,
                 limit=request.limit,
+                statuses=statuses,
             )
             return question, found
 
         question, found = await anyio.to_thread.run_sync(find, limiter=self._index.question_limiter())
-        if any(engine.is_related(f) for f in found):
+        if statuses is not None or any(engine.is_related(f) for f in found):
             hits = []
             for f in found:
                 memory = engine.memory(f.owner)
-                if memory is not None:
+                if memory is not None and (statuses is None or engine.is_related(f)):
                     explain = f.components if request.explain else None
                     flag = self.code.flag(memory.id)
                     outdated = flag.note() if flag is not None else ""

@@ -21,13 +21,24 @@ Any local user can connect to a TCP port, so everything that arrives over TCP go
 The secret is made at the daemon's start (``secrets.token_urlsafe``) and written to
 ``run/review.token`` (0600) for the CLI; a restarted daemon has a new one.
 
-The page itself is one HTML document with a little JavaScript over ``/review/api/…``: the
-pending candidates (content, type, namespace, source, confidence, seen count) with
-edit-before-approve, approve and reject, and each source turn shown on demand; the approved memories by
-namespace, editable and deletable (forget); a form to add a memory by hand (the fourth way a
-candidate is born: a person's, so it is active at once); the approval settings. Keyboard: Tab
-moves between fields and buttons; on a candidate, ``a`` approves, ``r`` rejects, ``e`` edits;
-``j``/``k`` move between candidates.
+The page is the memory browser: one HTML document with its own script and styles (no network,
+no CDN) over ``/review/api/…``, in four views:
+
+- the overview (``mnemo stats``' and ``mnemo status``' figures, the usage chart, the writer);
+- search: a question answered by the real recall, with each score's components, filtered by
+  type, namespace, status and time (:mod:`mnemo.daemon.browsing`);
+- a memory's page: its six W, entities, every version and who made it, what closed it and what
+  it closed, the judge's decisions, its source episodes opened in context, its usage;
+- the review queue: the pending candidates with edit-before-approve, approve and reject, each
+  source turn shown on demand; the approved memories by namespace, editable and deletable
+  (forget); a form to add a memory by hand (a person's, so it is active at once); the approval
+  settings.
+
+Keyboard: ``1`` overview, ``2`` (or ``/``) search, ``3`` review, Escape back; ``j``/``k`` move between
+results or candidates; on a candidate, ``a`` approves, ``r`` rejects, ``e`` edits; Tab moves between
+fields, buttons and links. Every response carries a Content-Security-Policy that lets only the
+page's own script run (a nonce made per response): a stored text that escaped the page's escaping
+still could not run.
 """
 
 from __future__ import annotations
@@ -45,9 +56,10 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from mnemo.api.browse import BrowseRequest
 from mnemo.api.memories import ForgetRequest
 from mnemo.api.review import ReviewAction
-from mnemo.daemon.messages import answer, parse
+from mnemo.daemon.messages import answer, parse, whole_number
 from mnemo.daemon.runtime import Daemon
 from mnemo.errors import NotFoundError
 from mnemo.memories import RememberRequest
@@ -108,16 +120,38 @@ def routes(daemon: Daemon) -> list[Route]:
     settings = daemon.settings
 
     async def page(request: Request) -> Response:
-        page = _page().replace("__TYPES__", json.dumps([t.value for t in MemoryType]))
+        nonce = secrets.token_urlsafe(16)
+        page = (
+            _page()
+            .replace("__TYPES__", json.dumps([t.value for t in MemoryType]))
+            .replace("__NONCE__", nonce)
+        )
         # No caching, no referrer (the address may still hold the token when the page loads).
         headers = {
             "Cache-Control": "no-store",
             "Referrer-Policy": "no-referrer",
-            # Never inside another page's frame (the page acts on keys: a framed one could be driven).
-            "Content-Security-Policy": "frame-ancestors 'none'",
+            # Only the page's own script runs; nothing is fetched from elsewhere; never inside
+            # another page's frame (the page acts on keys: a framed one could be driven).
+            "Content-Security-Policy": (
+                f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'unsafe-inline'; "
+                "connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; "
+                "frame-ancestors 'none'"
+            ),
             "X-Frame-Options": "DENY",
         }
         return HTMLResponse(page, headers=headers)
+
+    async def search(request: Request) -> Response:
+        return answer(await daemon.browsing.search(await parse(request, BrowseRequest)))
+
+    async def memory_page(request: Request) -> Response:
+        return answer(await daemon.browsing.memory_page(request.path_params["id"]))
+
+    async def namespaces(request: Request) -> Response:
+        return JSONResponse({"namespaces": await daemon.calls(daemon.store.memory_namespaces)})
+
+    async def overview(request: Request) -> Response:
+        return answer(await daemon.browsing.overview(whole_number(request, "days", 30, 3_660)))
 
     async def state(request: Request) -> Response:
         pending = await daemon.reviews.queue(MemoryStatus.CANDIDATE, None, 500)
@@ -177,6 +211,10 @@ def routes(daemon: Daemon) -> list[Route]:
         Route("/review/api/forget", forget, methods=["POST"]),
         Route("/review/api/add", add, methods=["POST"]),
         Route("/review/api/episode/{id:path}", episode, methods=["GET"]),
+        Route("/review/api/search", search, methods=["POST"]),
+        Route("/review/api/memory/{id:path}", memory_page, methods=["GET"]),
+        Route("/review/api/overview", overview, methods=["GET"]),
+        Route("/review/api/namespaces", namespaces, methods=["GET"]),
     ]
 
 

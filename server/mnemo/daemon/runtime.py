@@ -29,6 +29,7 @@ from mnemo.api.writer import DistillQueued, JudgeLog, JudgeLogEntry
 from mnemo.clock import utc_now
 from mnemo.config import Settings
 from mnemo.config_sources import redact_dsn
+from mnemo.daemon.browsing import Browsing
 from mnemo.daemon.distilling import DistillLoop
 from mnemo.daemon.exchange import Exchange
 from mnemo.daemon.following import Follower
@@ -109,6 +110,9 @@ class Daemon:
             )
             self.modes = HostModes()
             self.reviews = Reviews(self.calls, self.index, settings)
+            self.browsing = Browsing(
+                self.calls, self.recall, self.ledger, settings, self.status, self.judge_log
+            )
             self.exchange = Exchange(self.calls, self.index, self.recording)
             self.notes = Notes(self.calls, self.index, self.recording, self.distilling, settings)
             task_group = anyio.create_task_group()

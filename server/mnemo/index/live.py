@@ -252,10 +252,12 @@ class RecallEngine:
         force_history: bool,
         limit: int,
         current_only: bool = False,
+        statuses: Sequence[str] | None = None,
     ) -> list[Ranked]:
         """Memories ranked for ``question``; closed ones behind current unless history is asked
         (or left out with ``current_only``). A question about the past gets a closed memory just
-        before the one that closed it, whatever their scores."""
+        before the one that closed it, whatever their scores. ``statuses``: among memories of
+        those statuses instead (the memory browser's filter)."""
         analysis = question.analysis
         found = self.memories.search(
             SearchQuery(
@@ -267,7 +269,7 @@ class RecallEngine:
                 is_history=analysis.is_history or force_history,
                 namespaces=namespaces,
                 kinds=types,
-                statuses=(CURRENT,) if current_only else (CURRENT, CLOSED),
+                statuses=statuses or ((CURRENT,) if current_only else (CURRENT, CLOSED)),
                 limit=limit,
             )
         )

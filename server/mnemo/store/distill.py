@@ -95,6 +95,11 @@ class DistillTables(Tables):
         """Batches begun and not finished (a writer stopped in the middle): to be redone."""
         return self._batches("status = 'started'", {}, "updated_at", 10_000)
 
+    def last_batch(self) -> Batch | None:
+        """The batch that changed last (started, done or failed), None before any."""
+        found = self._batches("1", {}, "updated_at DESC", 1)
+        return found[0] if found else None
+
     def failed_batches(self, limit: int = 20) -> list[Batch]:
         return self._batches("status = 'failed'", {}, "updated_at DESC", limit)
 
