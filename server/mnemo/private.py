@@ -10,10 +10,11 @@ The rules, chosen to fail closed (losing a little text beats keeping what was me
 private):
 
 - the tags are matched in any case, and the opening one may carry attributes
-  (``<PRIVATE reason="…">``);
+  (``<PRIVATE reason="…">``); ``<private-key>`` or ``<privateer>`` are other tags;
 - spans nest: ``<private>a <private>b</private> c</private>`` is one span;
 - an opening tag never closed hides everything after it (a cut transcript, a forgotten tag);
-- a closing tag with nothing open is dropped, and the text before it kept.
+- a closing tag with nothing open hides everything before it, back to the end of the last span
+  (its opening tag was cut off, or written wrong: ``<private note="<">``).
 
 Standard library only: the hook process strips spans from what it spools while the daemon is down.
 """
@@ -25,7 +26,7 @@ import re
 from mnemo.errors import InputError
 
 PLACEHOLDER = "[PRIVATE]"
-_TAG = re.compile(r"<(/?)private\b[^<>]*>", re.IGNORECASE)
+_TAG = re.compile(r"<(?:(/)private\s*|private(?:\s[^<>]*)?)>", re.IGNORECASE)
 
 
 def has_private(text: str) -> bool:
@@ -45,8 +46,9 @@ def remove_private(text: str) -> str:
             if depth == 0:
                 pieces += [text[kept_from : tag.start()], PLACEHOLDER]
             depth += 1
-        elif depth == 0:  # nothing open: the stray tag goes, the text before it stays
-            pieces.append(text[kept_from : tag.start()])
+        elif depth == 0:  # nothing open: what came before it was meant to be private too
+            if not pieces or pieces[-1] != PLACEHOLDER:  # one placeholder for what is hidden
+                pieces.append(PLACEHOLDER)
             kept_from = tag.end()
         else:
             depth -= 1

@@ -169,6 +169,12 @@ def test_a_file_that_is_not_an_export_is_refused_with_its_line(home: Home, tmp_p
     header = (
         '{"record": "mnemo-export", "format": 1, "history": false, "episodes": false, "namespaces": null}'
     )
-    bad.write_text(header + '\n{"record": "memory", "id": "mem_1"}\n')
+    elsewhere = json.dumps({"record": "memory", **_a_memory(), "namespace": "team:x"})
+    bad.write_text(header + '\n{"record": "memory", "id": "mem_1"}\n' + elsewhere + "\n")
     done = home.mnemo("import", "--memories", str(bad), check=False)
     assert done.returncode == 1 and f"{bad}:2: version: Field required" in done.stderr
+    assert f"{bad}:3: namespace: String should match pattern" in done.stderr
+
+
+def _a_memory() -> dict[str, object]:
+    return make_memory("mem_ok", "We deploy on Thursdays", AT).model_dump(mode="json")

@@ -48,7 +48,7 @@ def test_setup_prints_the_sql_for_the_database_the_role_the_members_and_the_poli
     ]
     policies = [s for s in statements if s.startswith("CREATE ROW POLICY OR REPLACE mnemo_member ON `team`.")]
     assert {s.split("`.`")[1].split("`")[0] for s in policies} == {
-        "memories", "memories_staged", "episodes", "distill_batches", "judge_log", "kept",
+        "memories", "memories_staged", "memory_history", "episodes", "distill_batches", "judge_log", "kept",
         "sessions", "injections", "usage_verdicts", "embeddings",
     }  # fmt: skip
     assert "'workspace:shop/secret' AND currentUser() IN ('ana')" in printed
@@ -62,7 +62,7 @@ def test_setup_apply_makes_the_schema_then_stops_where_the_server_refuses_access
     admin = _on(home, server_url, "admin", "applied")
     refused = admin.mnemo("server", "setup", "--member", "ana", "--apply", check=False)
     assert refused.returncode == 1 and "Traceback" not in refused.stderr
-    assert "the server refused statement 2 of 24 (CREATE ROLE IF NOT EXISTS `mnemo_member`" in refused.stderr
+    assert "the server refused statement 2 of 26 (CREATE ROLE IF NOT EXISTS `mnemo_member`" in refused.stderr
     assert "necessary to have the grant CREATE ROLE" in refused.stderr
     assert "as a user with access management (an admin)" in refused.stderr
     assert "database applied" in refused.stdout  # the schema part ran first

@@ -24,7 +24,7 @@ from mnemo.client.typed import DaemonClient
 from mnemo.store import open_store
 from tests.e2e.test_review_page import CHROMIUM, HAS_CHROMIUM
 from tests.helpers import DATA, Home, event_input, hook, record_deploy_day, script_deploy_day, wait_until
-from tests.llm_server import LLMServer
+from tests.llm_server import LLMServer, running_llm_server
 
 pytestmark = pytest.mark.skipif(not HAS_CHROMIUM, reason=f"no Chromium at {CHROMIUM} (apt install chromium)")
 SCREENSHOTS = os.environ.get("MNEMO_TEST_SCREENSHOTS", "")
@@ -44,8 +44,16 @@ def _mnemo_json(home: Home, *args: str) -> Any:
     return json.loads(home.mnemo(*args, "--json").stdout)
 
 
-@pytest.fixture
-def world(home: Home, llm_server: LLMServer) -> Iterator[World]:
+@pytest.fixture(scope="module")
+def module_llm() -> Iterator[LLMServer]:
+    with running_llm_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def world(module_home: Home, module_llm: LLMServer) -> Iterator[World]:
+    """One daemon for the module's tests, which only read (and move between views)."""
+    home, llm_server = module_home, module_llm
     script_deploy_day(llm_server)
     llm_server.answer(contains="was the memory used", choices={"A": 0.9, "B": 0.1})
     configured = home.with_env(

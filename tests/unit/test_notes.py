@@ -106,6 +106,20 @@ def test_a_type_is_guessed_from_the_words(text: str, expected: MemoryType) -> No
     assert guess_type(text) is expected
 
 
+def test_a_private_span_over_several_entries_hides_them_all(tmp_path: Path) -> None:
+    file = tmp_path / "CLAUDE.md"
+    file.write_text(
+        "## Ops\n\n- Deploys go through the release train every Thursday.\n\n<private>\n\n"
+        "- The staging admin logs in as root with the usual one.\n\n- Internal client is Acme Corp.\n\n"
+        "</private>\n\n- Rollbacks use `make rollback` from main.\n"
+    )
+    texts = [e.text for e in read_notes("claude-md", [file], PERSON, tmp_path)]
+    assert texts == [
+        "Ops: Deploys go through the release train every Thursday.",
+        "Ops: Rollbacks use `make rollback` from main.",
+    ]
+
+
 def test_nothing_to_import_is_said_plainly(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="nothing to import from agents-md"):
         read_notes("agents-md", [tmp_path / "AGENTS.md"], PERSON, tmp_path)

@@ -23,9 +23,12 @@ from mnemo.secrets import SecretRedactor, refuse_unkeepable
         ("<PRIVATE>a</Private> b <private note='x'>c</private >", "[PRIVATE] b [PRIVATE]"),
         ("a <private>b <private>c</private> d</private> e", "a [PRIVATE] e"),  # nested: one span
         ("keep this <private>and never this\nnor this", "keep this [PRIVATE]"),  # never closed
-        ("stray</private> end", "stray end"),  # nothing open: the tag goes, the text stays
+        ("cut off here</private> end", "[PRIVATE] end"),  # its opening tag was lost: fail closed
+        ("a <private>b</private> c </private> d", "a [PRIVATE] d"),
+        ("a <private\nsecret</private> b", "[PRIVATE] b"),  # an opening tag written wrong
+        ('<private note="<">secret</private> b', "[PRIVATE] b"),
+        ("a <private-key> and <privates> are other tags", "a <private-key> and <privates> are other tags"),
         ("line 1\n<private>\nline 2\n</private>\nline 3", "line 1\n[PRIVATE]\nline 3"),
-        ("a <privateer> and <privates> are not tags", "a <privateer> and <privates> are not tags"),
         ("no tags at all", "no tags at all"),
     ],
 )

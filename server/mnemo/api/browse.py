@@ -12,7 +12,7 @@ from mnemo.api.recall import MAX_QUERY_CHARS, EpisodeHit, MemoryHit
 from mnemo.api.stats import Stats
 from mnemo.api.status import Status
 from mnemo.api.writer import JudgeLogEntry
-from mnemo.episodes import ID_PATTERN, Episode, Namespace
+from mnemo.episodes import Episode, Namespace, UtcDatetime
 from mnemo.memories import Memory
 from mnemo.vocabulary import MemoryType
 
@@ -39,8 +39,8 @@ class BrowseRequest(BaseModel):
     status: StatusFilter = "recall"
     types: Annotated[list[MemoryType], Field(max_length=8)] | None = None
     namespace: Namespace | None = None
-    since: datetime | None = None
-    until: datetime | None = None
+    since: UtcDatetime | None = None
+    until: UtcDatetime | None = None
     limit: Annotated[int, Field(ge=1, le=200)] = 20
 
 
@@ -129,9 +129,3 @@ class Overview(BaseModel):
     stats: Stats
     status: Status
     writer: WriterState
-
-
-class MemoryId(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    id: Annotated[str, Field(pattern=ID_PATTERN)]

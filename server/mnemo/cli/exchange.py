@@ -66,7 +66,9 @@ def cmd_export(args: argparse.Namespace, context: Context) -> int:
 
     try:
         if args.file == "-":
-            export(sys.stdout)
+            sys.stdout.flush()
+            with open(sys.stdout.fileno(), "w", encoding="utf-8", newline="\n", closefd=False) as out:
+                export(out)  # UTF-8 whatever the locale says
         else:
             _written_whole(Path(args.file), export)
     finally:

@@ -123,8 +123,10 @@ class DistillLoop:
 
     def judge_imported(self, source: str, memory_ids: list[str]) -> bool:
         """Judge candidates just imported from ``source``'s files at the next pass (on the event
-        loop). False when this daemon does not judge (no model, or writer = never)."""
-        if self.imports is None or not memory_ids:
+        loop). False when this daemon does not judge them: no model, writer = never, or another
+        daemon holds the writer lease (the candidates wait unjudged, as they would without a model)."""
+        is_writer = self._lease is None or self._lease.token is not None
+        if self.imports is None or not memory_ids or not is_writer:
             return False
         self._import_queue.append((source, memory_ids))
         self._wake.set()
@@ -138,7 +140,7 @@ class DistillLoop:
 
     @property
     def is_busy(self) -> bool:
-        return bool(self.state.running or self._import_queue)
+        return bool(self.state.running)
 
     async def run(
         self, index_built: Callable[[], Awaitable[None]], flushed: Callable[[], Awaitable[None]]

@@ -10,9 +10,11 @@ store holds, version by version:
 - a version both hold differs, or the store holds the memory with none of the file's versions:
   a conflict, reported; nothing of that memory is written.
 
-Every text field is checked as a remembered one is (mnemo's own tags, control characters, private
-spans, credentials): a memory that fails is refused, whole. Episodes keep their ids and are
-redacted like any episode; one stored already with another text is a conflict and stays as stored.
+Every text field (the six W, the reason, entities, the code anchor's paths and names) is checked as
+a remembered one is (mnemo's own tags, control characters, private spans, credentials): a memory
+that fails is refused, whole; so is one in another person's namespace. Entities are checked the
+same way. Episodes keep their ids, are capped and redacted like any episode; one stored already
+with another text is a conflict and stays as stored.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from mnemo.api.exchange import (
     ImportedMemory,
     ImportRequest,
     ImportResult,
+    Outcome,
 )
 from mnemo.daemon.indexing import Indexing
 from mnemo.daemon.recording import Recording
@@ -52,7 +55,10 @@ _CHECKED = ("content", "what", "who", "when", "where", "why", "how", "status_rea
 
 
 class Exchange:
-    def __init__(self, calls: StoreCalls, index: Indexing, recording: Recording) -> None:
+    def __init__(
+        self, calls: StoreCalls, index: Indexing, recording: Recording, max_episode_chars: int
+    ) -> None:
+        self._max_episode_chars = max_episode_chars
         self._calls = calls
         self._store = calls.store
         self._index = index
@@ -89,11 +95,11 @@ class Exchange:
     async def import_records(self, request: ImportRequest) -> ImportResult:
         """Write what the store lacks of the request's memories, entities and episodes."""
         memories = await anyio.to_thread.run_sync(self._import_memories, request.memories)
-        entities = await anyio.to_thread.run_sync(self._import_entities, request.entities)
+        entities, refused = await anyio.to_thread.run_sync(self._import_entities, request.entities)
         episodes = await self._import_episodes(request.episodes)
         if any(m.added for m in memories):
             self._index.wake_embedder()
-        return ImportResult(memories=memories, entities=entities, episodes=episodes)
+        return ImportResult(memories=memories, entities=entities, entities_refused=refused, episodes=episodes)
 
     def _import_memories(self, records: Sequence[ExportedMemory]) -> list[ImportedMemory]:
         results: dict[str, ImportedMemory] = {}
@@ -131,55 +137,72 @@ class Exchange:
 
     def _refusal(self, record: ExportedMemory) -> str:
         """Why ``record`` may not be stored ('' when it may)."""
+        texts = [(name, getattr(record, name)) for name in _CHECKED]
+        texts += [("entities", f"{e.name} {e.role}") for e in record.entities]
+        if record.code is not None:
+            texts += [("code", " ".join([f.path, *f.symbols, *f.values])) for f in record.code.files]
         try:
-            for name in _CHECKED:
-                refuse_unfit(getattr(record, name), name)
-                refuse_unkeepable(getattr(record, name), name)
-            for entity in record.entities:
-                refuse_unfit(f"{entity.name} {entity.role}", "entities")
-                refuse_unkeepable(entity.name, "entities")
-            person = self._store.person
-            if (
-                person is not None
-                and record.namespace.startswith("person:")
-                and record.namespace != f"person:{person}"
-            ):
-                return f"namespace {record.namespace} is another person's (you are person:{person})"
+            for name, text in texts:
+                refuse_unfit(text, name)
+                refuse_unkeepable(text, name)
         except MnemoError as exc:
             return f"version {record.version}: {exc}"
+        return self._not_yours(record.namespace)
+
+    def _not_yours(self, namespace: str) -> str:
+        """Why ``namespace`` is not this person's to write ('' when it is)."""
+        person = self._store.person
+        if person is not None and namespace.startswith("person:") and namespace != f"person:{person}":
+            return f"namespace {namespace} is another person's (you are person:{person})"
         return ""
 
-    def _import_entities(self, records: Sequence[EntityRecord]) -> int:
-        wanted = {entity_key(r.name): (r.name, sorted(set(r.aliases))) for r in records}
+    def _import_entities(self, records: Sequence[EntityRecord]) -> tuple[int, list[str]]:
+        """How many entities gained a name or an alias, and each one refused with why."""
+        refused: list[str] = []
+        wanted: dict[str, tuple[str, list[str]]] = {}
+        for record in records:
+            try:
+                for text in (record.name, *record.aliases):
+                    refuse_unfit(text, "entity")
+                    refuse_unkeepable(text, "entity")
+            except MnemoError as exc:
+                refused.append(f"entity {record.key}: {exc}")
+                continue
+            wanted[entity_key(record.name)] = (record.name, sorted(set(record.aliases)))
         if not wanted:
-            return 0
+            return 0, refused
         known = {key: set(aliases) for key, _, aliases in self._store.entities(list(wanted))}
         changed = [k for k, (_, aliases) in wanted.items() if k not in known or not set(aliases) <= known[k]]
         entries = [(key, name, aliases) for key, (name, aliases) in wanted.items()]
         self._store.upsert_entities(entries)
         self._index.engine.add_entities(entries)
-        return len(changed)
+        return len(changed), refused
 
     async def _import_episodes(self, records: Sequence[Episode]) -> list[ImportedEpisode]:
         if not records:
             return []
+        refused = {e.id: why for e in records if (why := self._episode_refusal(e))}
         redact = self._recording.redact
         redacted = await anyio.to_thread.run_sync(
-            lambda: [e.model_copy(update={"text": redact(e.text)}) for e in records]
+            lambda: [e.model_copy(update={"text": redact(e.text)}) for e in records if e.id not in refused]
         )
-        results = await self._recording.writer.submit(redacted)
-        return [
-            ImportedEpisode(
-                id=e.id,
-                outcome="present"
-                if not r.is_new and not r.is_changed
-                else "added"
-                if r.is_new
-                else "conflict",
-                message="stored already with another text; kept as stored" if r.is_changed else "",
-            )
-            for e, r in zip(redacted, results, strict=True)
-        ]
+        results = iter(await self._recording.writer.submit(redacted) if redacted else [])
+        done = []
+        for episode in records:
+            if episode.id in refused:
+                done.append(ImportedEpisode(id=episode.id, outcome="refused", message=refused[episode.id]))
+                continue
+            result = next(results)
+            outcome: Outcome = "added" if result.is_new else "conflict" if result.is_changed else "present"
+            message = "stored already with another text; kept as stored" if result.is_changed else ""
+            done.append(ImportedEpisode(id=episode.id, outcome=outcome, message=message))
+        return done
+
+    def _episode_refusal(self, episode: Episode) -> str:
+        """Why ``episode`` may not be stored ('' when it may)."""
+        if len(episode.text) > self._max_episode_chars:
+            return f"its text has {len(episode.text):,} characters; the cap is {self._max_episode_chars:,}"
+        return self._not_yours(episode.namespace)
 
 
 def _exported(version: StoredVersion) -> ExportedMemory:

@@ -23,9 +23,6 @@ import logging
 from datetime import datetime
 from pathlib import Path
 
-import anyio
-import anyio.to_thread
-
 from mnemo.api.notes import NoteEntry, NoteOutcome, NotesImportRequest, NotesImportResult
 from mnemo.clock import utc_now
 from mnemo.config import Settings
@@ -89,22 +86,36 @@ class Notes:
         stored = await self._recording.append([episode for _, episode in wanted.values()])
         failed = {r.id: r.error for r in stored if r.error}
         ids = {at: _memory_id(str(episode.id)) for at, (_, episode) in wanted.items()}
-        existing = await self._calls(self._calls.store.current_versions, list(ids.values()))
-        now = utc_now()
+        store = self._calls.store
         made: list[Memory] = []
-        for at, (entry, episode) in wanted.items():
-            if episode.id in failed:
-                results[at] = NoteOutcome(
-                    path=entry.path, line=entry.line, outcome="refused", message=str(failed[episode.id])
-                )
-            elif ids[at] in existing:
-                results[at] = NoteOutcome(path=entry.path, line=entry.line, outcome="present", memory=ids[at])
-            else:
-                made.append(self._candidate(request, entry, str(episode.id), ids[at], is_judged, now))
-                results[at] = NoteOutcome(path=entry.path, line=entry.line, outcome="new", memory=ids[at])
+
+        def write() -> None:
+            # The check and the write as one step: two imports of one file at once write each
+            # candidate once.
+            now = utc_now()
+            with store.versions_lock:
+                existing = store.current_versions(list(ids.values()))
+                for at, (entry, episode) in wanted.items():
+                    if episode.id in failed:
+                        message = str(failed[episode.id])
+                        results[at] = NoteOutcome(
+                            path=entry.path, line=entry.line, outcome="refused", message=message
+                        )
+                    elif ids[at] in existing:
+                        results[at] = NoteOutcome(
+                            path=entry.path, line=entry.line, outcome="present", memory=ids[at]
+                        )
+                    else:
+                        made.append(self._candidate(request, entry, str(episode.id), ids[at], is_judged, now))
+                        results[at] = NoteOutcome(
+                            path=entry.path, line=entry.line, outcome="new", memory=ids[at]
+                        )
+                if made:
+                    store.put_memories(made)
+                    self._index.engine.add_memories(made)
+
+        await self._calls(write)
         if made:
-            await self._calls(self._calls.store.put_memories, made)
-            await anyio.to_thread.run_sync(self._index.engine.add_memories, made)
             self._index.wake_embedder()
             logger.info("imported %d candidates from %s", len(made), request.source)
         judging = self._distilling.judge_imported(request.source, [m.id for m in made])

@@ -113,7 +113,7 @@ class Daemon:
             self.browsing = Browsing(
                 self.calls, self.recall, self.ledger, settings, self.status, self.judge_log
             )
-            self.exchange = Exchange(self.calls, self.index, self.recording)
+            self.exchange = Exchange(self.calls, self.index, self.recording, settings.max_episode_chars)
             self.notes = Notes(self.calls, self.index, self.recording, self.distilling, settings)
             task_group = anyio.create_task_group()
             await task_group.__aenter__()

@@ -64,12 +64,23 @@ class ImportJudge:
         now = self._clock()
         batch = f"import:{source}:" + hashlib.sha256("\0".join(memory_ids).encode()).hexdigest()[:16]
         session = IMPORT_SESSION.format(source=source)
-        pending: dict[str, Memory] = {}
+        pending: dict[str, Memory] = {}  # id → the version this pass will write
+
+        def latest(memory_id: str) -> Memory | None:
+            return pending.get(memory_id) or self._engine.memory(memory_id)
+
+        def changed(memory_id: str, **update: object) -> None:
+            """The next version of ``memory_id``: one more than the indexed one, however many
+            changes this pass makes to it (a candidate judged, then another folded into it)."""
+            indexed, now_is = self._engine.memory(memory_id), latest(memory_id)
+            assert indexed is not None and now_is is not None
+            pending[memory_id] = now_is.model_copy(update={**update, "version": indexed.version + 1})
+
         log: list[JudgeLogRow] = []
         done: list[Judged] = []
         embedder = self._engine.embedder
         for seq, memory_id in enumerate(memory_ids):
-            memory = pending.get(memory_id) or self._engine.memory(memory_id)
+            memory = latest(memory_id)
             if memory is None or memory.status is not MemoryStatus.CANDIDATE:
                 done.append(Judged(memory_id, "gone"))
                 continue
@@ -77,7 +88,7 @@ class ImportJudge:
             near = self._engine.judge_candidates(
                 memory.content, [e.name for e in memory.entities], memory.namespace, vector
             )
-            found = (pending.get(i) or self._engine.memory(i) for i in near if i != memory_id)
+            found = (latest(i) for i in near if i != memory_id)
             others = [
                 m
                 for m in found
@@ -96,17 +107,11 @@ class ImportJudge:
             log.append(judge_log_row(batch, seq, session, memory.namespace, memory_id, verdict, now))
             origin = memory.status_reason.split(";")[0]
             if verdict.action is Action.MERGE and verdict.merge_into is not None:
-                target = pending.get(verdict.merge_into) or self._engine.memory(verdict.merge_into)
+                target = latest(verdict.merge_into)
                 if target is not None:
-                    pending[target.id] = _folded(target, memory, now)
-                    pending[memory_id] = memory.model_copy(
-                        update={
-                            "version": memory.version + 1,
-                            "status": MemoryStatus.ARCHIVED,
-                            "updated_at": now,
-                            "status_reason": f"{origin}; the same as {target.id}, which it was folded into",
-                        }
-                    )
+                    changed(target.id, **_folded(target, memory, now))
+                    reason = f"{origin}; the same as {target.id}, which it was folded into"
+                    changed(memory_id, status=MemoryStatus.ARCHIVED, updated_at=now, status_reason=reason)
                     done.append(Judged(memory_id, "folded", target.id))
                     continue
             if verdict.closes:
@@ -123,9 +128,7 @@ class ImportJudge:
                 )
                 reason = f"{origin}; new to mnemo{doubt}"
                 done.append(Judged(memory_id, "new"))
-            pending[memory_id] = memory.model_copy(
-                update={"version": memory.version + 1, "updated_at": now, "status_reason": reason}
-            )
+            changed(memory_id, updated_at=now, status_reason=reason)
         self._write(pending, log, batch)
         return done
 
@@ -143,14 +146,12 @@ class ImportJudge:
                     self._engine.set_memory_status(memory)
 
 
-def _folded(target: Memory, imported: Memory, now: datetime) -> Memory:
-    """``target`` with an imported candidate folded in: its sources added, seen once more."""
-    return target.model_copy(
-        update={
-            "version": target.version + 1,
-            "sources": list(dict.fromkeys([*target.sources, *imported.sources])),
-            "seen_count": target.seen_count + 1,
-            "has_human_backing": target.has_human_backing or imported.has_human_backing,
-            "updated_at": now,
-        }
-    )
+def _folded(target: Memory, imported: Memory, now: datetime) -> dict[str, object]:
+    """What folding an imported candidate into ``target`` changes: its sources gain the
+    candidate's, it is seen once more."""
+    return {
+        "sources": list(dict.fromkeys([*target.sources, *imported.sources])),
+        "seen_count": target.seen_count + 1,
+        "has_human_backing": target.has_human_backing or imported.has_human_backing,
+        "updated_at": now,
+    }

@@ -4,10 +4,11 @@ This is the only module that imports ``openai``. Every call is checked against t
 cap first and metered after (:mod:`mnemo.distill.meter`); the client's own bounded retries cover
 timeouts, dropped connections and 408/409/429/5xx answers (``llm_max_retries``, exponential
 back-off); what still fails is a :class:`~mnemo.errors.ModelError` whose message names the
-endpoint (never the key) and what went wrong. Every message is redacted on its way out
-(:class:`mnemo.secrets.SecretRedactor`: private spans, then credentials), whatever built it:
-episodes are redacted when stored, but a memory or an episode stored before a detector learned a
-new format is not.
+endpoint (never the key) and what went wrong. Every message's credentials are redacted on its
+way out (:func:`mnemo.secrets.redact`), whatever built it: episodes are redacted when stored, but
+a memory or an episode stored before a detector learned a new format is not. Private spans are
+not looked for here: what the model reads was stored without them, and a stray tag in a file's
+text would hide the question after it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from mnemo.config import Settings
 from mnemo.config_sources import redact_dsn
 from mnemo.distill.meter import TokenMeter
 from mnemo.errors import ConfigError, ModelError
-from mnemo.secrets import SecretRedactor
+from mnemo.secrets import redact
 
 logger = logging.getLogger(__name__)
 # OpenAI's limit on alternatives per token; llama.cpp and vLLM accept as many.
@@ -59,7 +60,6 @@ class LLM:
         self._timeout_s = settings.llm_timeout_s
         self._retries = settings.llm_max_retries
         self._meter = meter
-        self._redactor = SecretRedactor()
         # Whether the endpoint takes a JSON schema in response_format (llama.cpp's server, OpenAI,
         # vLLM and Ollama do): unknown until the first call that asks for one.
         self._takes_schema: bool | None = None
@@ -116,7 +116,7 @@ class LLM:
         try:
             return self._client.chat.completions.create(
                 model=self.model,
-                messages=[{"role": m.role, "content": self._redactor.redact(m.content)} for m in messages],  # type: ignore[misc]
+                messages=[{"role": m.role, "content": redact(m.content)} for m in messages],  # type: ignore[misc]
                 max_tokens=max_tokens,
                 temperature=0,
                 **extra,

@@ -18,15 +18,18 @@ from typing import IO, Any
 
 from pydantic import BaseModel, ValidationError
 
-from mnemo.api.exchange import EntityRecord, ExportedMemory, ImportRequest
+from mnemo.api.exchange import EntityRecord, ExportedEpisode, ExportedMemory, ImportRequest
 from mnemo.archive import read_archive
 from mnemo.client.typed import DaemonClient
-from mnemo.episodes import Episode
 from mnemo.errors import InputError
 from mnemo.validation import describe_validation_error
 
 BATCH_RECORDS = 500
-_MODELS: dict[str, type[BaseModel]] = {"memory": ExportedMemory, "entity": EntityRecord, "episode": Episode}
+_MODELS: dict[str, type[BaseModel]] = {
+    "memory": ExportedMemory,
+    "entity": EntityRecord,
+    "episode": ExportedEpisode,
+}
 
 
 @dataclass(slots=True)
@@ -66,10 +69,11 @@ async def restore(
                     f"{lines_of[memory.id]}: {memory.id}: {memory.outcome}: {memory.message}"
                 )
         report.entities += result.entities
+        report.problems += [f"entities: {why}" for why in result.entities_refused]
         for episode in result.episodes:
             report.episodes_new += episode.outcome == "added"
             report.episodes_present += episode.outcome == "present"
-            if episode.outcome == "conflict":
+            if episode.outcome in ("conflict", "refused"):
                 report.problems.append(f"{lines_of[episode.id]}: episode {episode.id}: {episode.message}")
 
     with path.open("rb") as handle:
@@ -92,7 +96,7 @@ async def restore(
                 last_id = item.id
                 pending["memories"].append(item)
             else:
-                if isinstance(item, Episode):
+                if isinstance(item, ExportedEpisode):
                     lines_of.setdefault(item.id, number)
                 pending["entities" if isinstance(item, EntityRecord) else "episodes"].append(item)
                 if len(pending["entities"]) + len(pending["episodes"]) >= BATCH_RECORDS:

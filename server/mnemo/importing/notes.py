@@ -15,13 +15,15 @@ claude-auto-memory|codex-memories [PATH]``).
   workspace from the ``cwd=`` its header names — and those of ``memory_summary.md``'s "General
   Tips" (the person's). Raw memories and rollout summaries are Codex's working files, not read.
 
-A type is guessed from the words (a rule per type, English and Spanish; fact otherwise); a person
+Private spans (``<private>…</private>``, :mod:`mnemo.private`) are removed from a file before it
+is split. A type is guessed from the words (a rule per type, English and Spanish; fact otherwise); a person
 edits it on review.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -30,9 +32,11 @@ from pathlib import Path
 from mnemo.api.notes import NoteSource
 from mnemo.errors import InputError
 from mnemo.memories import MAX_MEMORY_CHARS, MAX_W_CHARS
+from mnemo.private import PLACEHOLDER, remove_private
 from mnemo.vocabulary import MemoryType
 from mnemo.workspace import workspace_namespace
 
+_NOT_SEARCHED = frozenset({"node_modules", "venv", "__pycache__", "dist", "build", "target", "vendor"})
 MIN_CHARS = 12  # shorter entries ("TODO", "Notes") say nothing on their own
 # What the hosts write at the top of a generated file: about the file, not the project.
 _BOILERPLATE = re.compile(r"^This file provides guidance to ", re.IGNORECASE)
@@ -89,7 +93,7 @@ def guess_type(text: str, default: MemoryType = MemoryType.FACT) -> MemoryType:
 def default_paths(source: NoteSource, home: Path, cwd: Path) -> list[Path]:
     """Where ``source`` lives when no PATH is given."""
     if source == "claude-md":
-        return [p for p in (cwd / "CLAUDE.md", cwd / ".claude" / "CLAUDE.md", home / ".claude" / "CLAUDE.md")]
+        return [cwd / "CLAUDE.md", cwd / ".claude" / "CLAUDE.md", home / ".claude" / "CLAUDE.md"]
     if source == "agents-md":
         return [cwd / "AGENTS.md", home / ".codex" / "AGENTS.md"]
     if source == "claude-auto-memory":
@@ -106,11 +110,8 @@ def read_notes(source: NoteSource, paths: list[Path], person: str, home: Path) -
     entries: list[Entry] = []
     for path in found:
         if source in ("claude-md", "agents-md"):
-            files = (
-                sorted(path.rglob("CLAUDE.md" if source == "claude-md" else "AGENTS.md"))
-                if path.is_dir()
-                else [path]
-            )
+            name = "CLAUDE.md" if source == "claude-md" else "AGENTS.md"
+            files = sorted(_found_in(path, name)) if path.is_dir() else [path]
             for file in files:
                 entries += markdown_entries(file, _namespace_of_file(file, person, home))
         elif source == "claude-auto-memory":
@@ -120,13 +121,25 @@ def read_notes(source: NoteSource, paths: list[Path], person: str, home: Path) -
     return [_fitted(e) for e in entries if len(e.text) >= MIN_CHARS and not _BOILERPLATE.match(e.text)]
 
 
+def _found_in(directory: Path, name: str) -> Iterator[Path]:
+    """The files called ``name`` in ``directory`` and below, but for dependencies, build output and
+    hidden directories (``.claude`` excepted: a project's CLAUDE.md may live there)."""
+    for root, directories, files in os.walk(directory):
+        directories[:] = [
+            d for d in directories if d not in _NOT_SEARCHED and (d == ".claude" or not d.startswith("."))
+        ]
+        if name in files:
+            yield Path(root) / name
+
+
 def _namespace_of_file(file: Path, person: str, home: Path) -> str:
     """The person's for their own config files (~/.claude, ~/.codex), else the file's workspace."""
     resolved = file.resolve()
     for own in (home / ".claude", home / ".codex"):
         if resolved.parent == own.resolve():
             return person
-    return workspace_namespace(str(resolved.parent))
+    directory = resolved.parent.parent if resolved.parent.name == ".claude" else resolved.parent
+    return workspace_namespace(str(directory))
 
 
 def markdown_entries(
@@ -176,7 +189,12 @@ def markdown_entries(
             flush()
             heading = match.group(2).strip() if len(match.group(1)) > 1 else ""
             continue
-        if not line.strip() or _RULE.match(line) or line.lstrip().startswith("@"):
+        if (
+            not line.strip()
+            or _RULE.match(line)
+            or line.lstrip().startswith("@")
+            or line.strip() == PLACEHOLDER
+        ):
             flush()
             continue
         item = _ITEM.match(line)
@@ -236,7 +254,7 @@ def _auto_memory(root: Path, person: str) -> list[Entry]:
 
 def _project_namespace(project: Path) -> str:
     """The workspace of a Claude Code project directory (``~/.claude/projects/-home-ana-shop``):
-    the cwd its transcripts name, else the directory the name spells, else the name itself."""
+    the cwd its transcripts name, else the directory its name spells."""
     for transcript in sorted(project.glob("*.jsonl"))[:20]:
         try:
             with transcript.open(encoding="utf-8", errors="replace") as handle:
@@ -246,8 +264,8 @@ def _project_namespace(project: Path) -> str:
                         return workspace_namespace(cwd)
         except (OSError, ValueError):
             continue
-    spelled = Path("/" + project.name.lstrip("-").replace("-", "/"))
-    return workspace_namespace(str(spelled) if spelled.is_dir() else project.name)
+    # Dashes stand for slashes and for themselves alike: the directory spelled may not be it.
+    return workspace_namespace("/" + project.name.lstrip("-").replace("-", "/"))
 
 
 def _topic(file: Path, workspace: str, person: str) -> list[Entry]:
@@ -318,7 +336,8 @@ def _codex_blocks(text: str) -> Iterator[tuple[int, str, str]]:
 
 def _read(file: Path) -> str:
     try:
-        return file.read_text(encoding="utf-8-sig", errors="replace").replace("\r\n", "\n")
+        # Private spans go before the file is split: a span over several entries hides them all.
+        return remove_private(file.read_text(encoding="utf-8-sig", errors="replace").replace("\r\n", "\n"))
     except OSError as exc:
         raise InputError(f"{file}: cannot be read ({exc.strerror})") from None
 
