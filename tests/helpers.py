@@ -531,6 +531,16 @@ def _clear_parts(secret: str) -> list[str]:
     return [secret, *(line for line in secret.splitlines() if len(line) >= 12 and "-----" not in line)]
 
 
+def files_holding(root: Path, found: Callable[[str], list[str]]) -> list[str]:
+    """The files under ``root`` (relative paths) whose bytes, read as text, ``found`` finds
+    something in (what a leak test looks for: credentials, private words)."""
+    return [
+        str(path.relative_to(root))
+        for path in root.rglob("*")
+        if path.is_file() and found(path.read_bytes().decode("utf-8", "replace"))
+    ]
+
+
 def leaked(text: str) -> list[str]:
     """The corpus secrets found in clear in ``text``."""
     return [case["kind"] for case in SECRETS if any(part in text for part in _clear_parts(case["secret"]))]

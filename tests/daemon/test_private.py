@@ -16,7 +16,7 @@ from mnemo.errors import InputError
 from mnemo.memories import RememberRequest
 from mnemo.store import open_store
 from mnemo.vocabulary import MemoryType
-from tests.helpers import Home, event_input, hook
+from tests.helpers import Home, event_input, files_holding, hook
 from tests.llm_server import LLMServer
 
 # What was said in private: none of these words may be found anywhere afterwards.
@@ -89,7 +89,4 @@ def test_a_private_span_is_in_no_table_no_file_and_no_model_request(
             assert not _found(repr(rows)), f"table {table} holds a private span"
     finally:
         store.close()
-    for path in configured.path.rglob("*"):
-        if path.is_file():
-            content = path.read_bytes().decode("utf-8", "replace")
-            assert not _found(content), f"{path.relative_to(configured.path)} holds a private span"
+    assert files_holding(configured.path, _found) == []

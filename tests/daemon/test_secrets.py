@@ -17,7 +17,7 @@ from mnemo.errors import SecretError
 from mnemo.memories import RememberRequest
 from mnemo.store import open_store
 from mnemo.vocabulary import MemoryType
-from tests.helpers import SECRETS, Home, event_input, hook, leaked
+from tests.helpers import SECRETS, Home, event_input, files_holding, hook, leaked
 from tests.llm_server import LLMServer
 
 
@@ -92,7 +92,4 @@ def test_no_secret_is_stored_or_sent_to_the_model_in_clear(home: Home, llm_serve
         assert store.memories_page("", 100) == []  # every remember was refused
     finally:
         store.close()
-    for path in configured.path.rglob("*"):
-        if path.is_file():
-            content = path.read_bytes().decode("utf-8", "replace")
-            assert not leaked(content), f"{path.relative_to(configured.path)} holds a secret in clear"
+    assert files_holding(configured.path, leaked) == []

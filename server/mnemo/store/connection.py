@@ -121,6 +121,14 @@ class Connection:
             rows: list[Sequence[Any]] = self.query(sql, parameters=parameters).result_rows
         return rows
 
+    def by_namespace(self, table: str) -> dict[str, int]:
+        """How many rows of ``table`` (as of now) each namespace this connection's person may read holds."""
+        where, parameters = self.scoped("1", {})
+        sql = f"SELECT namespace, count() FROM {table} FINAL WHERE {where} GROUP BY namespace ORDER BY 1"
+        with self.translated(f"counting {table} by namespace"):
+            rows = self.query(sql, parameters=parameters).result_rows
+        return {str(namespace): int(count) for namespace, count in rows}
+
 
 class Tables:
     """A group of the store's tables, over the store's one connection."""

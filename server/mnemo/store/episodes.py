@@ -82,11 +82,7 @@ class EpisodeTables(Tables):
 
     def episode_namespaces(self) -> dict[str, int]:
         """How many episodes each namespace holds."""
-        where, parameters = self._db.scoped("1", {})
-        sql = f"SELECT namespace, count() FROM episodes FINAL WHERE {where} GROUP BY namespace ORDER BY 1"
-        with self._db.translated("counting episodes by namespace"):
-            rows = self._db.query(sql, parameters=parameters).result_rows
-        return {str(namespace): int(count) for namespace, count in rows}
+        return self._db.by_namespace("episodes")
 
     def episodes_page(self, after: str, limit: int, namespace: str | None = None) -> list[Episode]:
         """Episodes with ids after ``after`` (in ``namespace`` if given), in id order: keyset pages

@@ -67,11 +67,7 @@ class HistoryTables(Tables):
 
     def memory_namespaces(self) -> dict[str, int]:
         """How many memories (current versions, any status) each namespace holds."""
-        where, parameters = self._db.scoped("1", {})
-        sql = f"SELECT namespace, count() FROM memories FINAL WHERE {where} GROUP BY namespace ORDER BY 1"
-        with self._db.translated("counting memories by namespace"):
-            rows = self._db.query(sql, parameters=parameters).result_rows
-        return {str(namespace): int(count) for namespace, count in rows}
+        return self._db.by_namespace("memories")
 
     def list_memories(self, listing: Listing, limit: int) -> list[Memory]:
         """Current memories that pass ``listing``'s filters, most recently changed first."""
