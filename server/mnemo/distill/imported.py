@@ -29,7 +29,7 @@ from mnemo.distill.extract import ExtractedEntity, ExtractedMemory, transcript
 from mnemo.distill.judge import Action, judge, judge_log_row
 from mnemo.index.documents import memory_document
 from mnemo.index.live import RecallEngine
-from mnemo.memories import Memory
+from mnemo.memories import MAX_W_CHARS, Memory
 from mnemo.store import Store
 from mnemo.store.distill import JudgeLogRow
 from mnemo.vocabulary import MemoryStatus
@@ -96,7 +96,7 @@ class ImportJudge:
             ]
             draft = ExtractedMemory(
                 type=memory.type,
-                what=memory.what or memory.content,
+                what=(memory.what or memory.content)[:MAX_W_CHARS],  # an entry may be longer
                 why=memory.why,
                 how=memory.how,
                 entities=[ExtractedEntity(name=e.name, role=e.role) for e in memory.entities],
