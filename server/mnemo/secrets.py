@@ -25,7 +25,7 @@ only module importing ``detect_secrets``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 
@@ -34,7 +34,8 @@ from detect_secrets.filters import heuristic
 from detect_secrets.plugins.base import BasePlugin
 from detect_secrets.settings import default_settings
 
-from mnemo.errors import SecretError
+from mnemo.errors import InputError, SecretError
+from mnemo.injected import refuse_unfit
 from mnemo.private import refuse_private, remove_private
 
 PLACEHOLDER = "[REDACTED:{kind}]"
@@ -297,6 +298,19 @@ def refuse_unkeepable(text: str, field: str) -> None:
     mnemo never keeps: a private span (:mod:`mnemo.private`) or a credential."""
     refuse_private(text, field)
     refuse_secrets(text, field)
+
+
+def why_not_kept(fields: Iterable[tuple[str, str]]) -> str:
+    """Why the first of ``fields`` (name, text) that may not be kept may not — mnemo's own tags or
+    control characters (:func:`mnemo.injected.refuse_unfit`), a private span, a credential — or ''
+    when all may: for imports, which report each record rather than fail on one."""
+    try:
+        for name, text in fields:
+            refuse_unfit(text, name)
+            refuse_unkeepable(text, name)
+    except InputError as exc:
+        return str(exc)
+    return ""
 
 
 class SecretRedactor:

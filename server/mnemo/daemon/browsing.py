@@ -16,6 +16,7 @@ a memory's page, the overview.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 
@@ -117,15 +118,7 @@ class Browsing:
             closes=await calls(store.closed_by, memory_id),
             decisions=(await self._judge_log(100, None, memory_id)).entries,
             sources=await calls(store.get_episodes, memory.sources[:50]) if memory.sources else [],
-            usage=Usage(
-                injected=usage.injected,
-                sessions=usage.sessions,
-                last_injected=usage.last_injected,
-                used=usage.used,
-                unused=usage.unused,
-                unclear=usage.unclear,
-                suppressed=suppressed,
-            ),
+            usage=Usage(**dataclasses.asdict(usage), suppressed=suppressed),
             outdated=flag.note() if flag is not None else "",
         )
 

@@ -100,19 +100,17 @@ class DistillLoop:
                 )
         self._requested: list[str] = []
         self._wake = anyio.Event()
-        # Memories whose code changed, to re-judge against it (mnemo.distill.code_review); filled
-        # from the code check's thread, emptied by this loop.
+        # The writer's other judging, committed through its fence: memories whose code changed,
+        # re-judged against it (mnemo.distill.code_review; queued from the code check's thread),
+        # and imported candidates judged against what mnemo knows (mnemo.distill.imported).
         self.code_review: CodeReview | None = None
-        if self._distiller is not None and self.decisions is not None:
-            commit = store.put_memories if self._lease is None else self._lease.commit
-            self.code_review = CodeReview(store, engine, self.decisions, commit, utc_now)
-        self._code_queue: list[tuple[Path, str, list[tuple[Memory, CodeFlag]]]] = []
-        self._code_lock = threading.Lock()
-        # Imported candidates to judge against what mnemo knows (mnemo.distill.imported).
         self.imports: ImportJudge | None = None
         if self._distiller is not None and self.decisions is not None:
             commit = store.put_memories if self._lease is None else self._lease.commit
+            self.code_review = CodeReview(store, engine, self.decisions, commit, utc_now)
             self.imports = ImportJudge(store, engine, self.decisions, commit, utc_now)
+        self._code_queue: list[tuple[Path, str, list[tuple[Memory, CodeFlag]]]] = []
+        self._code_lock = threading.Lock()
         self._import_queue: list[tuple[str, list[str]]] = []
 
     def review_code(self, root: Path, head: str, flagged: list[tuple[Memory, CodeFlag]]) -> None:

@@ -43,11 +43,9 @@ from mnemo.daemon.indexing import Indexing
 from mnemo.daemon.recording import Recording
 from mnemo.daemon.storecalls import StoreCalls
 from mnemo.episodes import Episode
-from mnemo.errors import MnemoError
 from mnemo.index.entities import entity_key
-from mnemo.injected import refuse_unfit
 from mnemo.memories import Memory
-from mnemo.secrets import refuse_unkeepable
+from mnemo.secrets import why_not_kept
 from mnemo.store.history import StoredVersion
 
 logger = logging.getLogger(__name__)
@@ -141,13 +139,8 @@ class Exchange:
         texts += [("entities", f"{e.name} {e.role}") for e in record.entities]
         if record.code is not None:
             texts += [("code", " ".join([f.path, *f.symbols, *f.values])) for f in record.code.files]
-        try:
-            for name, text in texts:
-                refuse_unfit(text, name)
-                refuse_unkeepable(text, name)
-        except MnemoError as exc:
-            return f"version {record.version}: {exc}"
-        return self._not_yours(record.namespace)
+        why = why_not_kept(texts)
+        return f"version {record.version}: {why}" if why else self._not_yours(record.namespace)
 
     def _not_yours(self, namespace: str) -> str:
         """Why ``namespace`` is not this person's to write ('' when it is)."""
@@ -161,12 +154,9 @@ class Exchange:
         refused: list[str] = []
         wanted: dict[str, tuple[str, list[str]]] = {}
         for record in records:
-            try:
-                for text in (record.name, *record.aliases):
-                    refuse_unfit(text, "entity")
-                    refuse_unkeepable(text, "entity")
-            except MnemoError as exc:
-                refused.append(f"entity {record.key}: {exc}")
+            why = why_not_kept(("entity", text) for text in (record.name, *record.aliases))
+            if why:
+                refused.append(f"entity {record.key}: {why}")
                 continue
             wanted[entity_key(record.name)] = (record.name, sorted(set(record.aliases)))
         if not wanted:

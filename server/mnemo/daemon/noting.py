@@ -32,10 +32,8 @@ from mnemo.daemon.recording import Recording
 from mnemo.daemon.storecalls import StoreCalls
 from mnemo.distill.imported import IMPORT_SESSION
 from mnemo.episodes import EpisodeIn, EpisodeKind, Role
-from mnemo.errors import MnemoError
-from mnemo.injected import refuse_unfit
 from mnemo.memories import Memory, Origin
-from mnemo.secrets import refuse_unkeepable
+from mnemo.secrets import why_not_kept
 from mnemo.vocabulary import MemoryStatus, MemoryType
 
 logger = logging.getLogger(__name__)
@@ -63,7 +61,7 @@ class Notes:
         wanted: dict[int, tuple[NoteEntry, EpisodeIn]] = {}
         first_of: dict[str, int] = {}  # episode id → the request's first entry with that text
         for at, entry in enumerate(request.entries):
-            refusal = _refusal(entry)
+            refusal = why_not_kept((name, getattr(entry, name)) for name in ("text", "why", "how"))
             if refusal:
                 results[at] = NoteOutcome(
                     path=entry.path, line=entry.line, outcome="refused", message=refusal
@@ -190,16 +188,6 @@ class Notes:
 
 def _memory_id(episode_id: str) -> str:
     return "mem_note_" + hashlib.sha256(episode_id.encode()).hexdigest()[:24]
-
-
-def _refusal(entry: NoteEntry) -> str:
-    try:
-        for name in ("text", "why", "how"):
-            refuse_unfit(getattr(entry, name), name)
-            refuse_unkeepable(getattr(entry, name), name)
-    except MnemoError as exc:
-        return str(exc)
-    return ""
 
 
 def _shown_path(path: str) -> str:

@@ -30,6 +30,7 @@ from mnemo.errors import InputError, NotFoundError
 from mnemo.injected import refuse_unfit
 from mnemo.memories import Memory
 from mnemo.secrets import refuse_unkeepable
+from mnemo.store.history import Listing
 from mnemo.vocabulary import MemoryStatus
 
 logger = logging.getLogger(__name__)
@@ -49,7 +50,8 @@ class Reviews:
         if status not in (MemoryStatus.CANDIDATE, MemoryStatus.ACTIVE):
             raise InputError("status: the review lists candidate or active memories")
         call = self._calls
-        found = await call(self._store.memories_with_status, status.value, namespace, limit)
+        listing = Listing((status.value,), namespaces=[namespace] if namespace is not None else None)
+        found = await call(self._store.list_memories, listing, limit)
         return ReviewQueue(status=status.value, memories=found, policy=self._settings.approval_policy)
 
     async def act(self, action: ReviewAction, now: datetime | None = None) -> Memory:

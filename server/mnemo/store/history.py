@@ -32,8 +32,8 @@ class StoredVersion:
 
 @dataclass(frozen=True, slots=True)
 class Listing:
-    """What the memory browser lists with no question: current memories by status, type,
-    namespace and the time they were last changed (``since`` ≤ updated_at < ``until``)."""
+    """Current memories by status, type, namespace and the time they were last changed (``since``
+    ≤ updated_at < ``until``): the review queue, and the memory browser with no question."""
 
     statuses: Sequence[str]
     types: Sequence[str] | None = None

@@ -132,16 +132,6 @@ class MemoryTables(Tables):
             ).result_rows
         return {str(row[0]): int(row[1]) for row in rows}
 
-    def memories_with_status(self, status: str, namespace: str | None, limit: int) -> list[Memory]:
-        """Memories whose current version has ``status`` (in ``namespace`` if given), most
-        recently updated first."""
-        where = ["status = {status:String}"]
-        params: dict[str, Any] = {"status": status}
-        if namespace is not None:
-            where.append("namespace = {ns:String}")
-            params["ns"] = namespace
-        return self._memories(" AND ".join(where), params, limit)
-
     def stale_candidates(self, updated_before: datetime, limit: int) -> list[Memory]:
         """Candidates whose current version is older than ``updated_before``."""
         where = "status = 'candidate' AND updated_at < {before:DateTime64(3, 'UTC')}"
