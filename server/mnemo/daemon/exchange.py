@@ -103,18 +103,18 @@ class Exchange:
         results: dict[str, ImportedMemory] = {}
         by_id: dict[str, dict[int, ExportedMemory]] = defaultdict(dict)
         for record in records:
-            if record.id in results:
-                continue
-            refusal = self._refusal(record)
+            by_id[record.id][record.version] = record
+        # Only what could be written is checked: a version stored already as it is (a second
+        # import) was checked when it was written.
+        known = self._versions(list(by_id))
+        for memory_id, versions in list(by_id.items()):
+            fresh = (r for n, r in versions.items() if not _is_stored(r, known[memory_id].get(n)))
+            refusal = next((why for record in fresh if (why := self._refusal(record))), "")
             if refusal:
-                results[record.id] = ImportedMemory(id=record.id, outcome="refused", message=refusal)
-                by_id.pop(record.id, None)
-            else:
-                by_id[record.id][record.version] = record
+                results[memory_id] = ImportedMemory(id=memory_id, outcome="refused", message=refusal)
+                del by_id[memory_id]
         with self._store.versions_lock:  # no writer commit, review step or forget in between
-            stored: dict[str, dict[int, Memory]] = defaultdict(dict)
-            for version in self._store.memory_versions(list(by_id)):
-                stored[version.memory.id][version.memory.version] = version.memory
+            stored = self._versions(list(by_id))
             writes: dict[str, list[Memory]] = defaultdict(list)
             newest: list[Memory] = []
             for memory_id, versions in by_id.items():
@@ -132,6 +132,13 @@ class Exchange:
         if added:
             logger.info("import: %d memory versions written", added)
         return [results[r] for r in dict.fromkeys(r.id for r in records)]
+
+    def _versions(self, memory_ids: list[str]) -> dict[str, dict[int, Memory]]:
+        """Each memory's stored versions, by number."""
+        stored: dict[str, dict[int, Memory]] = defaultdict(dict)
+        for version in self._store.memory_versions(memory_ids):
+            stored[version.memory.id][version.memory.version] = version.memory
+        return stored
 
     def _refusal(self, record: ExportedMemory) -> str:
         """Why ``record`` may not be stored ('' when it may)."""
@@ -212,7 +219,7 @@ def _compared(
             f"{', '.join(map(str, sorted(versions)))}: not the same history; left as stored",
         )
     for number in shared:
-        if _comparable(stored[number]) != _comparable(versions[number].stored()):
+        if not _is_stored(versions[number], stored[number]):
             return ImportedMemory(
                 id=memory_id,
                 outcome="conflict",
@@ -220,6 +227,11 @@ def _compared(
             )
     missing = sorted(set(versions) - set(stored))
     return ImportedMemory(id=memory_id, outcome="added" if missing else "present", added=missing)
+
+
+def _is_stored(record: ExportedMemory, stored: Memory | None) -> bool:
+    """Whether ``stored`` is ``record``'s version as the store keeps it."""
+    return stored is not None and _comparable(stored) == _comparable(record.stored())
 
 
 def _comparable(memory: Memory) -> dict[str, object]:
