@@ -70,7 +70,9 @@ def test_bad_input_exits_non_zero_with_the_problem_named(home: Home) -> None:
     unknown = home.mnemo("forget", "mem_nope", "--reason", "r", check=False)
     assert unknown.returncode == 1 and "no memory has the id 'mem_nope'" in unknown.stderr
     neither = home.mnemo("recall-episode", check=False)
-    assert neither.returncode == 1 and "give an episode id, a session, or a query" in neither.stderr
+    assert (
+        neither.returncode == 1 and "give an episode id, a memory id, a session, or a query" in neither.stderr
+    )
 
 
 def test_a_broken_config_file_is_reported_without_a_traceback(home: Home) -> None:

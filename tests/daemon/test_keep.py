@@ -90,8 +90,8 @@ def test_session_start_injects_the_workspace_set_and_the_persons_never_another_w
             ):
                 result = await client.call_tool("keep", {"scope": scope, "action": "add", "content": content})
                 assert not result.is_error, result.content
-                assert result.structured_content is not None
-            kept = result.structured_content["kept"]
+                assert result.meta is not None
+            kept = result.meta["mnemo/result"]["kept"]
             assert kept["owner"] == "person:tester" and kept["entries"] == ["Answer briefly."]
 
     anyio.run(keep_through_mcp)

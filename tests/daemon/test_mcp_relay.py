@@ -113,11 +113,11 @@ def test_a_lone_surrogate_in_an_argument_is_repaired_and_the_call_served(session
     session.send(call("remember", {"content": "Deploy \ud83d day", "type": "fact"}))  # an escape
     stored = session.answer(7)
     assert stored["result"]["isError"] is False
-    assert stored["result"]["structuredContent"]["content"] == "Deploy \ufffd day"
+    assert stored["result"]["_meta"]["mnemo/result"]["content"] == "Deploy \ufffd day"
     session.send(call("recall", {"query": "deploy \ud800 day"}, request_id="r-1"))
     found = session.answer("r-1")["result"]
     assert found["isError"] is False
-    assert found["structuredContent"]["memories"][0]["memory"]["content"] == "Deploy \ufffd day"
+    assert found["_meta"]["mnemo/result"]["memories"][0]["memory"]["content"] == "Deploy \ufffd day"
 
 
 def test_an_argument_the_tool_does_not_have_is_a_tool_error_naming_it(session: RawSession) -> None:

@@ -16,6 +16,7 @@ from mcp_types import CallToolResult
 
 from mnemo.client.typed import DaemonClient
 from mnemo.episodes import EpisodeIn
+from mnemo.mcpserver.tools import RESULT_META
 from tests.helpers import BIN, Home, event_input, hook, store_held_by_another_process, wait_for_vectors
 
 pytestmark = pytest.mark.anyio
@@ -30,9 +31,16 @@ async def mcp_client(home: Home) -> AsyncIterator[Client]:
 
 
 def structured(result: CallToolResult) -> Any:
+    """The full result, which client programs find in the answer's _meta."""
     assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
+    assert result.meta is not None and result.structured_content is None
+    return result.meta[RESULT_META]
+
+
+def said(result: CallToolResult) -> str:
+    """The text content: what the model reads."""
+    assert not result.is_error, result.content
+    return "\n".join(getattr(block, "text", "") for block in result.content)
 
 
 def error_text(result: CallToolResult) -> str:
@@ -40,7 +48,7 @@ def error_text(result: CallToolResult) -> str:
     return " ".join(getattr(block, "text", "") for block in result.content)
 
 
-async def test_five_tools_are_listed_with_annotations_and_output_schemas(home: Home) -> None:
+async def test_five_tools_are_listed_with_annotations_and_no_output_schema(home: Home) -> None:
     async with mcp_client(home) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
     assert set(tools) == TOOLS
@@ -50,7 +58,8 @@ async def test_five_tools_are_listed_with_annotations_and_output_schemas(home: H
     for name in ("remember", "keep", "forget"):
         assert tools[name].annotations is not None and tools[name].annotations.read_only_hint is False
     for tool in tools.values():
-        assert tool.output_schema is not None, tool.name
+        # The answer is text for the model: hosts read structured output instead of it.
+        assert tool.output_schema is None, tool.name
         assert tool.description, tool.name
     recall_inputs = tools["recall"].input_schema["properties"]
     assert recall_inputs["limit"]["maximum"] == 50 and recall_inputs["limit"]["minimum"] == 1
@@ -78,12 +87,27 @@ async def test_remember_recall_forget_round_trip(home: Home) -> None:
         assert stored["status"] == "active" and stored["namespace"] == "person:tester"
         assert stored["sources"], "an explicit memory cites the note episode it was written from"
 
-        found = structured(await client.call_tool("recall", {"query": "why is the gateway timeout 600 s?"}))
+        answer = await client.call_tool("recall", {"query": "why is the gateway timeout 600 s?"})
+        found = structured(answer)
         assert [hit["memory"]["id"] for hit in found["memories"]] == [memory_id]
         assert found["memories"][0]["memory"]["why"] == "the load balancer cut streams at 120 s"
+        # The model reads one line per memory, with only what is set, not the structure as JSON.
+        header, line = said(answer).splitlines()
+        assert header == "1 memory, best first:"
+        assert line == (
+            f"[{memory_id}] decision (person): The gateway timeout was raised to 600 s "
+            "Who: Ana. Why: the load balancer cut streams at 120 s."
+        )
 
-        forgotten = structured(await client.call_tool("forget", {"id": memory_id, "reason": "superseded"}))
+        sources = await client.call_tool("recall_episode", {"memory": memory_id})
+        assert [hit["episode"]["id"] for hit in structured(sources)["episodes"]] == stored["sources"]
+        assert said(sources).splitlines()[-1] == "  The gateway timeout was raised to 600 s"
+
+        gone = await client.call_tool("forget", {"id": memory_id, "reason": "superseded"})
+        forgotten = structured(gone)
         assert forgotten["status"] == "forgotten" and forgotten["status_reason"] == "superseded"
+        assert said(gone).splitlines()[1].startswith(f"[{memory_id}] decision (person; forgotten")
+        assert said(gone).endswith("Reason: superseded.")
 
         after = structured(await client.call_tool("recall", {"query": "why is the gateway timeout 600 s?"}))
         assert memory_id not in [hit["memory"]["id"] for hit in after["memories"]]
@@ -141,7 +165,11 @@ async def test_bad_arguments_and_unknown_ids_are_tool_errors_naming_the_problem(
         missing = error_text(await client.call_tool("recall_episode", {"id": "nope"}))
         assert "no episode has the id 'nope'" in missing
         neither = error_text(await client.call_tool("recall_episode", {}))
-        assert "give an episode id, a session, or a query" in neither
+        assert "give an episode id, a memory id, a session, or a query" in neither
+        no_memory = error_text(await client.call_tool("recall_episode", {"memory": "mem_doesnotexist"}))
+        assert "no memory has the id 'mem_doesnotexist'" in no_memory
+        both = error_text(await client.call_tool("recall_episode", {"id": "a", "memory": "b"}))
+        assert "give one of: an episode id, a memory id, or a session and/or a query" in both
         keep = error_text(
             await client.call_tool("keep", {"scope": "user", "action": "remove", "old_text": "x"})
         )
@@ -306,4 +334,4 @@ def test_a_second_start_answers_initialize_and_tools_list_from_the_record_then_s
     assert "tools/list answered from the start record" in second_log
     assert second[0] == first[0] and second[1] == first[1]  # the same answers, ids included
     assert {t["name"] for t in second[1]["result"]["tools"]} == TOOLS
-    assert second[2]["result"]["structuredContent"]["content"] == "Tabs"  # served by the SDK
+    assert second[2]["result"]["_meta"][RESULT_META]["content"] == "Tabs"  # served by the SDK

@@ -146,7 +146,11 @@ def _check_turn(home: Home, server: ScriptedServer, session: str, memory_id: str
     first = json.dumps(server.posted()[0])
     assert "mnemo-memory" in first and memory_id in first, "the injected block did not reach the model"
     results = tool_results(server.posted()[-1])
-    assert any(DEPLOY in r for r in results), f"mnemo's recall tool did not answer: {results}"
+    # What the model read of recall's answer: the memory's line, not the result's fields (both
+    # hosts give the model a tool's structuredContent instead of its text when there is one).
+    line = f"[{memory_id}] decision (workspace): {DEPLOY}"
+    assert any(line in r for r in results), f"mnemo's recall tool did not answer its line: {results}"
+    assert not any("valid_from" in r or "mnemo/result" in r for r in results), results
     episodes = _episodes(home, session)
     kinds = [(e.kind.value, e.client) for e in episodes]
     assert kinds == [("prompt", client), ("tool_result", client), ("response", client)], kinds

@@ -63,11 +63,15 @@ class RecallResult(BaseModel):
 
 
 class RecallEpisodeRequest(BaseModel):
-    """One of: an episode id; a session (optionally a turn range); a text query (optionally in a session)."""
+    """One of: an episode id; a memory id (the episodes it comes from); a session (optionally a turn
+    range); a text query (optionally in a session)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: Annotated[str, Field(pattern=ID_PATTERN)] | None = None
+    memory: Annotated[str, Field(pattern=ID_PATTERN)] | None = Field(
+        default=None, description="The episodes this memory comes from (its sources)."
+    )
     session: Annotated[str, Field(min_length=1, max_length=500)] | None = None
     from_turn: Annotated[int, Field(ge=0)] | None = None
     to_turn: Annotated[int, Field(ge=0)] | None = None
@@ -77,10 +81,11 @@ class RecallEpisodeRequest(BaseModel):
 
     @model_validator(mode="after")
     def _one_way_to_select(self) -> Self:
-        if self.id is not None and (self.session or self.query):
-            raise ValueError("give either an id, or a session and/or a query, not both")
-        if self.id is None and self.session is None and self.query is None:
-            raise ValueError("give an episode id, a session, or a query")
+        by_id = [name for name in ("id", "memory") if getattr(self, name) is not None]
+        if len(by_id) == 2 or (by_id and (self.session or self.query)):
+            raise ValueError("give one of: an episode id, a memory id, or a session and/or a query")
+        if not by_id and self.session is None and self.query is None:
+            raise ValueError("give an episode id, a memory id, a session, or a query")
         if (self.from_turn is not None or self.to_turn is not None) and self.session is None:
             raise ValueError("from_turn/to_turn select turns within a session: give the session too")
         if self.from_turn is not None and self.to_turn is not None and self.from_turn > self.to_turn:

@@ -1,8 +1,9 @@
 """The ``mnemo`` command: remember, recall, recall-episode, forget, keep, review, import, export,
 status, stats, distill, judge-log, models, daemon, server.
 
-With ``--json``, recall and recall-episode print exactly the structured output of the MCP tools
-of the same name. Errors go to stderr as ``mnemo: error: …`` with exit status 1 (2 for usage).
+With ``--json``, recall and recall-episode print exactly the full result the MCP tools of the same
+name give client programs (in their answer's ``_meta``). Errors go to stderr as
+``mnemo: error: …`` with exit status 1 (2 for usage).
 
 Each command group is a module, imported only when its command runs; the commands that talk to
 the daemon go through :class:`mnemo.client.plain.PlainClient` and import nothing but the

@@ -69,6 +69,7 @@ def cmd_recall(args: argparse.Namespace, context: Context) -> int:
 def cmd_recall_episode(args: argparse.Namespace, context: Context) -> int:
     request = given(
         id=args.id,
+        memory=args.memory,
         session=args.session,
         from_turn=args.from_turn,
         to_turn=args.to_turn,

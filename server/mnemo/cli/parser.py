@@ -61,8 +61,9 @@ def build_parser(commands_in_order: list[str] | None = None) -> argparse.Argumen
     p.add_argument("--explain", action="store_true", help="show each component of each score")
     p.add_argument("--json", action="store_true", help="print the MCP tool's structured output")
 
-    p = commands.add_parser("recall-episode", help="read raw episodes by id, session or query")
+    p = commands.add_parser("recall-episode", help="read raw episodes by id, memory, session or query")
     p.add_argument("id", nargs="?", help="an episode id")
+    p.add_argument("--memory", help="a memory id: the episodes it comes from")
     p.add_argument("--session")
     p.add_argument("--from-turn", type=int)
     p.add_argument("--to-turn", type=int)

@@ -135,6 +135,12 @@ class Recall:
             if not found:
                 raise NotFoundError(f"no episode has the id {request.id!r}")
             return EpisodesResult(episodes=[EpisodeHit(score=1.0, episode=e) for e in found])
+        if request.memory is not None:
+            memory = await self._calls(store.get_memory, request.memory)
+            if memory is None:
+                raise NotFoundError(f"no memory has the id {request.memory!r}")
+            found = await self._calls(store.get_episodes, memory.sources[: request.limit])
+            return EpisodesResult(episodes=[EpisodeHit(score=1.0, episode=e) for e in found])
         if request.query is not None:
             await self._index.ready()
             namespaces = [request.namespace] if request.namespace else None

@@ -23,28 +23,26 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.server.stdio import stdio_server
-from mcp_types import ToolAnnotations
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from mnemo import __version__
-from mnemo.api.keep import MAX_KEEP_CHARS, KeepRequest, KeepResult
+from mnemo.api.keep import MAX_KEEP_CHARS, KeepRequest
 from mnemo.api.recall import (
     MAX_QUERY_CHARS,
-    EpisodesResult,
     RecallEpisodeRequest,
     RecallRequest,
-    RecallResult,
 )
 from mnemo.client.typed import DaemonClient
 from mnemo.config import Settings, load_settings
 from mnemo.episodes import ID_PATTERN, NAMESPACE_PATTERN
 from mnemo.errors import MnemoError
+from mnemo.mcpserver import text
 from mnemo.memories import (
     MAX_ENTITIES,
     MAX_MEMORY_CHARS,
     MAX_W_CHARS,
     EntityIn,
-    Memory,
     RememberRequest,
     WText,
 )
@@ -76,6 +74,8 @@ MemoryId = Annotated[
 ]
 
 
+RESULT_META = "mnemo/result"  # the key of a tool's full result in its answer's _meta
+
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
@@ -103,6 +103,19 @@ async def _answer(call: Awaitable[T]) -> T:
         return await call
     except MnemoError as exc:
         raise ToolError(str(exc)) from None
+
+
+def _answered(result: BaseModel, said: str) -> CallToolResult:
+    """The model reads ``said``, compact text (:mod:`mnemo.mcpserver.text`); a client program finds
+    every field of ``result`` in ``_meta`` under ``RESULT_META``.
+
+    Not as ``structuredContent``: Claude Code and Codex hand a tool's structured content to the
+    model *instead of* its text (seen in both, tests/e2e/test_hosts.py), so a full structure there
+    is what the model would read, every empty field included. ``_meta`` is for clients only."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=said)],
+        _meta={RESULT_META: result.model_dump(mode="json", by_alias=True)},
+    )
 
 
 def _client(ctx: Context) -> DaemonClient:
@@ -166,14 +179,15 @@ def build_server(settings: Settings) -> MCPServer[DaemonClient]:
             ),
         ] = False,
         limit: Annotated[int, Field(ge=1, le=50, description="Most results to return.")] = 10,
-    ) -> RecallResult:
+    ) -> CallToolResult:
         """Search long-term memory for what past sessions learned: decisions and their why, preferences,
-        facts, procedures, postmortems. Returns memories best first, each with its id, type, the six W
-        (what/who/when/where/why/how), status and source episode ids. Current memories come before
-        closed ones (no longer true, kept for history) unless the question asks about the past. Ask in
-        any language; name things (services, files, people) and dates ("last Tuesday") when you can.
-        When no memory matches, returns raw episodes (past prompts, answers, tool results) instead.
-        No language model is called."""
+        facts, procedures, postmortems. Returns memories best first, one line each: its id, type, scope,
+        status when not active, the content, and the W (what/who/when/where/why/how) that are set.
+        `recall_episode(memory=<id>)` reads the episodes a memory comes from. Current memories come
+        before closed ones (no longer true, kept for history) unless the question asks about the past.
+        Ask in any language; name things (services, files, people) and dates ("last Tuesday") when you
+        can. When no memory matches, returns raw episodes (past prompts, answers, tool results)
+        instead. No language model is called."""
         request = _model(
             RecallRequest,
             query=query,
@@ -182,7 +196,8 @@ def build_server(settings: Settings) -> MCPServer[DaemonClient]:
             include_history=include_history,
             limit=limit,
         )
-        return await _answer(_client(ctx).recall(request))
+        result = await _answer(_client(ctx).recall(request))
+        return _answered(result, text.recall_text(result))
 
     @_tool(tools, WRITE)
     async def remember(
@@ -223,7 +238,7 @@ def build_server(settings: Settings) -> MCPServer[DaemonClient]:
                 "and other names they go by (aliases).",
             ),
         ] = None,
-    ) -> Memory:
+    ) -> CallToolResult:
         """Store a memory for later conversations: a decision the person took (with its why), a preference,
         a durable fact, a procedure, a postmortem. Not for work diaries or passing status. Refused when it
         holds a credential (key, token, password): say where it is kept instead. Returns the stored memory
@@ -242,7 +257,8 @@ def build_server(settings: Settings) -> MCPServer[DaemonClient]:
             entities=entities,
             cwd=os.getcwd(),  # the host starts this server in the project: anchors the files named
         )
-        return await _answer(_client(ctx).remember(request))
+        memory = await _answer(_client(ctx).remember(request))
+        return _answered(memory, text.stored_text("Remembered", memory))
 
     @_tool(tools, DESTRUCTIVE)
     async def forget(
@@ -251,10 +267,11 @@ def build_server(settings: Settings) -> MCPServer[DaemonClient]:
         reason: Annotated[
             str, Field(min_length=1, max_length=500, description="Why it should be forgotten.")
         ],
-    ) -> Memory:
+    ) -> CallToolResult:
         """Mark a memory as forgotten: recall stops returning it. It is kept (not deleted) for audit.
         Returns the memory with status "forgotten"."""
-        return await _answer(_client(ctx).forget(id, reason))
+        memory = await _answer(_client(ctx).forget(id, reason))
+        return _answered(memory, text.stored_text("Forgotten", memory))
 
     @_tool(tools, CURATE)
     async def keep(
@@ -274,7 +291,7 @@ def build_server(settings: Settings) -> MCPServer[DaemonClient]:
             str,
             Field(max_length=MAX_KEEP_CHARS, description="replace/remove: a part only that entry has."),
         ] = "",
-    ) -> KeepResult:
+    ) -> CallToolResult:
         """Edit the small curated memory injected at the start of every session: `project` entries
         (this repository's conventions, exported to .mnemo/MEMORY.md for the team) and `user` entries
         (the person's preferences, everywhere). Keep entries short and durable. Budgets are hard: 2,200
@@ -289,12 +306,17 @@ def build_server(settings: Settings) -> MCPServer[DaemonClient]:
             old_text=old_text,
             workspace=workspace_namespace(os.getcwd()) if scope is KeepScope.PROJECT else None,
         )
-        return await _answer(_client(ctx).keep(request))
+        kept = await _answer(_client(ctx).keep(request))
+        return _answered(kept, text.keep_text(kept))
 
     @_tool(tools, READ_ONLY)
     async def recall_episode(
         ctx: Context,
         id: Annotated[str | None, Field(pattern=ID_PATTERN, description="One episode by id.")] = None,
+        memory: Annotated[
+            str | None,
+            Field(pattern=ID_PATTERN, description="A memory's id: the episodes it comes from (its sources)."),
+        ] = None,
         session: Annotated[
             str | None,
             Field(min_length=1, max_length=500, description="Episodes of this session, in turn order."),
@@ -311,13 +333,15 @@ def build_server(settings: Settings) -> MCPServer[DaemonClient]:
         ] = None,
         namespace: Namespace = None,
         limit: Annotated[int, Field(ge=1, le=200, description="Most episodes to return.")] = 20,
-    ) -> EpisodesResult:
+    ) -> CallToolResult:
         """Read raw episodes — the prompts, answers, tool results and notes memories come from. Give an
-        episode id (e.g. from a memory's sources), or a session (optionally from_turn/to_turn), or a
-        query to search episodes only: this is where to look when memories are not enough."""
+        episode id, or a memory id (the episodes that memory comes from), or a session (optionally
+        from_turn/to_turn), or a query to search episodes only: this is where to look when memories
+        are not enough."""
         request = _model(
             RecallEpisodeRequest,
             id=id,
+            memory=memory,
             session=session,
             from_turn=from_turn,
             to_turn=to_turn,
@@ -325,7 +349,8 @@ def build_server(settings: Settings) -> MCPServer[DaemonClient]:
             namespace=namespace,
             limit=limit,
         )
-        return await _answer(_client(ctx).recall_episodes(request))
+        result = await _answer(_client(ctx).recall_episodes(request))
+        return _answered(result, text.episodes_text(result))
 
     return MCPServer(
         name="mnemo",
