@@ -18,8 +18,9 @@ Steps:
    3072→768 → normalise) wrapped in a module taking ``(input_ids, attention_mask)`` int64, exported
    with ``torch.onnx.export(..., dynamo=True, dynamic_shapes=...)`` and saved with external data
    to ``WORK/onnx-fp32/`` (the legacy exporter fails with ``unordered_map::at``).
-5. quantise  ``onnxruntime.quantization.quantize_dynamic`` (QInt8 weights, per channel, MatMul and
-   Gather) into one self-contained ``model.onnx`` (~300 MB; external data only if it were ≥ 2 GB).
+5. quantise  ``onnxruntime.quantization.quantize_dynamic`` (QInt8 weights in 7 bits — ``reduce_range``,
+   so that CPUs without VNNI sum exactly too — per channel, MatMul and Gather) into one
+   self-contained ``model.onnx`` (~300 MB; external data only if it were ≥ 2 GB).
 6. write     OUT/ = ``model.onnx``, ``tokenizer.json`` and ``mnemo-model.json`` (dims, prefixes,
    source and file sha256, build versions). Built in ``OUT.partial`` and renamed into place.
 7. check     onnxruntime + ``tokenizers`` alone: shape (1, 768), L2 norms, cosine int8 vs fp32
@@ -29,6 +30,10 @@ Reproducible: with the same package versions a rebuild gives the same ``model.on
 that the script re-executes itself with ``PYTHONHASHSEED=0`` (under a random hash seed the exporter
 orders two equivalent rotary-embedding branches differently from run to run) and strips the
 exporter's per-node debug metadata (stack traces with local paths and line numbers of this file).
+
+``--reference FILE`` also writes the float model's vectors of the texts in FILE into it
+(``server/mnemo/embed/embeddinggemma-reference.json``: what ``mnemo models install`` checks a model
+against on the CPU it runs on).
 
 Progress goes to stderr; a JSON summary (files, hashes, checks, timings, peak RSS) to stdout.
 ``--check-only`` re-runs step 7 on an existing OUT (needs only onnxruntime, tokenizers, numpy).
@@ -343,6 +348,20 @@ def export_fp32(model_dir: Path, fp32_dir: Path, ref_path: Path) -> Path:
     return path
 
 
+def write_reference(model_dir: Path, path: Path) -> None:
+    """The float model's vectors of the texts in ``path`` (mnemo's reference for the check an
+    install runs on its CPU, mnemo.embed.fidelity), written back into it."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    from sentence_transformers import SentenceTransformer
+
+    reference = json.loads(path.read_text(encoding="utf-8"))
+    st = SentenceTransformer(str(model_dir), device="cpu")
+    vectors = st.encode(reference["texts"], batch_size=1, convert_to_numpy=True, normalize_embeddings=True)
+    reference["vectors"] = [[round(float(x), 7) for x in row] for row in vectors]
+    path.write_text(json.dumps(reference, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    log(f"wrote the float model's vectors of {len(vectors)} texts into {path}")
+
+
 def strip_debug_metadata(path: Path) -> None:
     """Drop the exporter's per-node debug metadata (Python stack traces, FX node text).
 
@@ -403,9 +422,14 @@ def quantise(fp32_path: Path, int8_path: Path) -> list[Path]:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     int8_path.parent.mkdir(parents=True, exist_ok=True)
+    # reduce_range: 7-bit weights. Without it, CPUs without VNNI (AVX2 only, e.g. an AMD EPYC)
+    # multiply u8 activations by s8 weights with vpmaddubsw, whose 16-bit sum of two products
+    # saturates (2 x 255 x 127 > 32767): there the model drifted to cosine 0.71-0.97 from fp32.
+    # With weights in [-64, 63] the sum stays below 32767, so every x86-64 CPU sums exactly.
     kwargs: dict[str, Any] = {
         "weight_type": QuantType.QInt8,
         "per_channel": True,
+        "reduce_range": True,
         "op_types_to_quantize": ["MatMul", "Gather"],
     }
     try:
@@ -601,6 +625,9 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         log(f"using the model directory already at {model_dir}")
     with Phase("verify"):
         source_sha = verify_model_dir(model_dir)
+    if args.reference is not None:
+        with Phase("reference"):
+            write_reference(model_dir, args.reference)
 
     if args.reuse_fp32 and fp32_path.is_file():
         log(f"--reuse-fp32: keeping {fp32_path}")
@@ -676,6 +703,12 @@ def main(argv: list[str] | None = None) -> int:
         help="reuse WORK/onnx-fp32/model.onnx from an earlier --keep-fp32 run instead of exporting",
     )
     p.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    p.add_argument(
+        "--reference",
+        type=Path,
+        help="also write the float model's vectors of the texts in this file into it "
+        "(server/mnemo/embed/embeddinggemma-reference.json)",
+    )
     p.add_argument(
         "--check-only",
         action="store_true",

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from mnemo.config import load_settings
-from mnemo.embed import install_model, installed_models, load_embedder
+from mnemo.embed import install_model, installed_models, load_embedder, verify_model
 from mnemo.embed.base import MANIFEST, verify_files
 from mnemo.embed.fallback import FALLBACK_ID, FallbackEmbedder
 from mnemo.embed.hub import HubFile, HubModel, fetch_model
@@ -87,6 +87,22 @@ def test_embeddinggemma_cut_to_256_dimensions_is_its_renormalised_prefix(tmp_pat
         load_embedder(load_settings({**env, "MNEMO_EMBEDDING_DIMS": "300"}))
 
 
+@pytest.mark.skipif(not os.environ.get("MNEMO_TEST_MODELS_DIR"), reason="set MNEMO_TEST_MODELS_DIR")
+def test_embeddinggemma_computes_its_float_models_vectors_on_this_cpu(tmp_path: Path) -> None:
+    """The build's 7-bit weights sum exactly on every x86-64 CPU (VNNI or not): installed, the
+    model is checked against the float model's vectors and passes the floor with room."""
+    settings = load_settings(
+        {"MNEMO_HOME": str(tmp_path), "MNEMO_MODELS_DIR": os.environ["MNEMO_TEST_MODELS_DIR"]}
+    )
+    [gemma] = [m for m in installed_models(settings) if m.family == "embeddinggemma"]
+    fidelity = verify_model(gemma)
+    assert fidelity is not None and fidelity.faithful and len(fidelity.cosines) == 5
+    assert fidelity.lowest >= fidelity.floor == 0.98
+    fresh = load_settings({"MNEMO_HOME": str(tmp_path / "fresh")})
+    info, again = install_model(Path(gemma.location), fresh)
+    assert info.id == gemma.id and again == fidelity
+
+
 def _model_dir(path: Path, *, model_id: str = "tiny-test-model") -> Path:
     path.mkdir(parents=True)
     files = {"model.onnx": b"not really a graph", "tokenizer.json": b"{}"}
@@ -116,7 +132,8 @@ def test_a_changed_model_file_is_refused_by_name(tmp_path: Path) -> None:
 
 def test_installing_a_model_verifies_it_and_leaves_nothing_behind_on_failure(tmp_path: Path) -> None:
     settings = load_settings({"MNEMO_HOME": str(tmp_path / "home")})
-    info = install_model(_model_dir(tmp_path / "built"), settings)
+    info, fidelity = install_model(_model_dir(tmp_path / "built"), settings)
+    assert fidelity is None  # a family with no float reference is not checked
     assert Path(info.location) == Path(settings.models_dir) / "tiny-test-model"
     assert info.id in [m.id for m in installed_models(settings)]
     with pytest.raises(ConfigError, match="already installed"):
@@ -157,7 +174,8 @@ def test_a_fetched_model_is_verified_against_its_pins_and_installed_whole(
     publish_to_hub(root, model, contents)
     models_dir = tmp_path / "models"
     seen: list[tuple[str, int, int]] = []
-    location = fetch_model(model, models_dir, hub_url=url, progress=lambda *a: seen.append(a))
+    location, fidelity = fetch_model(model, models_dir, hub_url=url, progress=lambda *a: seen.append(a))
+    assert fidelity is None
     assert location == models_dir / "tiny-hub-model"
     for path, data in contents.items():
         assert (location / path).read_bytes() == data

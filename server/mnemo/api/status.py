@@ -93,6 +93,11 @@ class Status(BaseModel):
     memories: dict[str, int]
     entities: int
     embedder: str = Field(description="The embedding model recall uses ('none' when none is installed).")
+    embedder_degraded: str = Field(
+        default="",
+        description="Set when the model does not compute its float model's vectors on this CPU: "
+        "the check's cosines (recall finds less; docs/models.md says what to do).",
+    )
     index_ready: bool = Field(description="Whether the in-RAM index has been built from the store.")
     index_build_s: float | None = Field(
         default=None, description="How long the start-up index build took (None while it runs)."

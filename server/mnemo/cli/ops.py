@@ -9,10 +9,14 @@ import os
 import sys
 from datetime import date, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from mnemo.cli.context import EXIT_NOT_RUNNING, EXIT_OK, Context
+from mnemo.cli.context import EXIT_ERROR, EXIT_NOT_RUNNING, EXIT_OK, Context
 from mnemo.cli.render import Doc, dump, when, write
 from mnemo.errors import InputError
+
+if TYPE_CHECKING:
+    from mnemo.embed.fidelity import Fidelity
 
 
 def cmd_status(args: argparse.Namespace, context: Context) -> int:
@@ -36,6 +40,8 @@ def cmd_status(args: argparse.Namespace, context: Context) -> int:
     write(f"memories   {memories}")
     write(f"entities   {status['entities']:,}")
     write(f"embedder   {status['embedder']}")
+    if status.get("embedder_degraded"):
+        write(f"           DEGRADED on this CPU: {status['embedder_degraded']}; see docs/models.md")
     built_s = status["index_build_s"]
     index = "building" if built_s is None else f"built in {built_s:,.1f} s"
     write(f"index      {index}, {status['embedding_backlog']:,} waiting for vectors")
@@ -149,7 +155,8 @@ def cmd_models(args: argparse.Namespace, context: Context) -> int:
     if args.action == "install":
         if args.target is None:
             raise InputError("mnemo models install needs the model directory to install")
-        info = install_model(Path(args.target), settings)
+        info, fidelity = install_model(Path(args.target), settings, allow_degraded=args.allow_degraded)
+        _say_fidelity(info.id, fidelity)
         write(f"installed {info.id} at {info.location}; {restart}")
         return EXIT_OK
     if args.action == "fetch":
@@ -157,25 +164,30 @@ def cmd_models(args: argparse.Namespace, context: Context) -> int:
         if name not in HUB_MODELS:
             raise InputError(f"unknown model {name!r} to fetch; known: {', '.join(HUB_MODELS)}")
         bar = None if args.quiet else ProgressBar(sys.stderr)
-        location = fetch_model(
+        location, fidelity = fetch_model(
             HUB_MODELS[name],
             Path(settings.models_dir),
             hub_url=args.hub_url or DEFAULT_HUB_URL,
+            allow_degraded=args.allow_degraded,
             progress=None
             if bar is None
             else (lambda path, done, total: bar.show(done, total, f"{path}  {done / 2**20:,.0f} MB")),
         )
         if bar is not None:
             bar.close()
+        _say_fidelity(HUB_MODELS[name].id, fidelity)
         write(f"fetched and verified {HUB_MODELS[name].id} into {location}; {restart}")
         return EXIT_OK
     models = installed_models(settings)
     chosen = settings.embedder if settings.embedder != "auto" else (models[0].id if models else "none")
     if args.action == "verify":
+        degraded = False
         for info in models:
-            verify_model(info)
+            fidelity = verify_model(info)
             write(f"{info.id}: every file matches its sha256")
-        return EXIT_OK
+            _say_fidelity(info.id, fidelity)
+            degraded |= fidelity is not None and not fidelity.faithful
+        return EXIT_ERROR if degraded else EXIT_OK
     if args.json:
         write(
             json.dumps({"embedder": chosen, "installed": [dataclasses.asdict(m) for m in models]}, indent=2)
@@ -188,6 +200,17 @@ def cmd_models(args: argparse.Namespace, context: Context) -> int:
         write("no embedding model installed: recall searches by words and entities only")
     write(f"embedder setting: {settings.embedder} (the daemon uses {chosen})")
     return EXIT_OK
+
+
+def _say_fidelity(model_id: str, fidelity: Fidelity | None) -> None:
+    if fidelity is None:
+        return
+    write(f"{model_id} on this CPU: {fidelity.describe()}")
+    if not fidelity.faithful:
+        write(
+            f"{model_id}: DEGRADED on this CPU — its vectors are not its float model's, so recall "
+            "finds less; rebuild it with tools/build_embeddinggemma.py (docs/models.md)"
+        )
 
 
 def cmd_daemon(args: argparse.Namespace, context: Context) -> int:

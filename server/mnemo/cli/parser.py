@@ -204,6 +204,11 @@ def build_parser(commands_in_order: list[str] | None = None) -> argparse.Argumen
     )
     p.add_argument("--hub-url", default=None, help="fetch: the hub's base URL (a mirror)")
     p.add_argument("--quiet", action="store_true", help="fetch: no progress bar")
+    p.add_argument(
+        "--allow-degraded",
+        action="store_true",
+        help="install, fetch: install a model that is not faithful to its float model on this CPU",
+    )
     p.add_argument("--json", action="store_true")
 
     p = commands.add_parser("daemon", help="start, stop or inspect the background daemon")

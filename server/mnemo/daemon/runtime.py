@@ -46,6 +46,7 @@ from mnemo.daemon.reviewing import Reviews
 from mnemo.daemon.storecalls import StoreCalls
 from mnemo.distill.meter import TokenMeter
 from mnemo.embed import load_embedder
+from mnemo.embed.fidelity import of_loaded
 from mnemo.secrets import SecretRedactor
 from mnemo.store import Store, open_store
 from mnemo.store.server import ServerOptions
@@ -62,6 +63,7 @@ class Daemon:
         self._clock = clock
         self._task_group: anyio.abc.TaskGroup | None = None
         self.start_error: Exception | None = None  # why entering failed (the server reports it)
+        self.embedder_degraded = ""  # the fidelity check's words when the model is degraded here
         self.started_at = utc_now()
         self._started_monotonic = time.monotonic()
 
@@ -83,6 +85,10 @@ class Daemon:
         try:
             embedder = await anyio.to_thread.run_sync(load_embedder, settings)
             logger.info("embedding model: %s", embedder.model_id if embedder else "none installed")
+            fidelity = await anyio.to_thread.run_sync(of_loaded, embedder)
+            if fidelity is not None and not fidelity.faithful:
+                self.embedder_degraded = fidelity.describe()
+                logger.warning("the embedding model is DEGRADED on this CPU: %s", self.embedder_degraded)
             self.store = store
             self.calls = StoreCalls(store)
             self.index = Indexing(self.calls, settings, embedder)
@@ -193,6 +199,7 @@ class Daemon:
             memories=counts.memories_by_status,
             entities=counts.entities,
             embedder=embedder.model_id if embedder else "none",
+            embedder_degraded=self.embedder_degraded,
             index_ready=self.index.is_built,
             index_build_s=self.index.build_s,
             vector_graphs=self.index.vector_graphs,

@@ -20,6 +20,7 @@ from pathlib import Path
 from mnemo.config import Settings
 from mnemo.embed.base import MANIFEST, Embedder, ModelInfo, staged_install, verify_files
 from mnemo.embed.fallback import FALLBACK_ID, FallbackEmbedder, fallback_info
+from mnemo.embed.fidelity import Fidelity, check, has_reference, vouch
 from mnemo.embed.hub import HUB_MODELS
 from mnemo.embed.onnx import Manifest, OnnxEmbedder, read_manifest
 from mnemo.errors import ConfigError
@@ -29,26 +30,35 @@ _FAMILY_RANK = {"embeddinggemma": 0}
 # Sizes a family's vectors are trained to be cut to (Matryoshka), for the embedding_dims setting.
 MATRYOSHKA_DIMS: dict[str, tuple[int, ...]] = {"embeddinggemma": (512, 256, 128)}
 # Models whose files are known byte for byte: a manifest claiming one of these ids must list
-# exactly these hashes. tools/build_embeddinggemma.py rebuilds model.onnx byte-identically with
-# the versions pinned in pyproject's build-model extra.
-PINNED_FILES: dict[str, dict[str, str]] = {
-    "embeddinggemma-300m-int8": {
-        "model.onnx": "42b99d7ec09979a192e854f7f61c86a2d6e9960f73226acb2e551224b433ccf1",
-        "tokenizer.json": "6852f8d561078cc0cebe70ca03c5bfdd0d60a45f9d2e0e1e4cc05b68e9ec329e",
-    },
-    **{m.id: {f.path: f.sha256 for f in m.files} for m in HUB_MODELS.values()},
+# exactly one of its sets of hashes. tools/build_embeddinggemma.py rebuilds model.onnx
+# byte-identically with the versions pinned in pyproject's build-model extra; the first set is
+# today's build (7-bit weights), the second the build before it (8-bit weights, faithful only on
+# CPUs with VNNI: `mnemo models verify` says so on the CPU it runs on).
+_GEMMA_TOKENIZER = "6852f8d561078cc0cebe70ca03c5bfdd0d60a45f9d2e0e1e4cc05b68e9ec329e"
+PINNED_FILES: dict[str, tuple[dict[str, str], ...]] = {
+    "embeddinggemma-300m-int8": (
+        {
+            "model.onnx": "caca267e6bb777a646840c9cf1edd6b64873711b53fb10d5ede7d3d179728903",
+            "tokenizer.json": _GEMMA_TOKENIZER,
+        },
+        {
+            "model.onnx": "42b99d7ec09979a192e854f7f61c86a2d6e9960f73226acb2e551224b433ccf1",
+            "tokenizer.json": _GEMMA_TOKENIZER,
+        },
+    ),
+    **{m.id: ({f.path: f.sha256 for f in m.files},) for m in HUB_MODELS.values()},
 }
 
 
 def expected_files(manifest: Manifest) -> dict[str, str]:
     """The hashes a model's files must have: the pins when the model is known, else its manifest's."""
     pinned = PINNED_FILES.get(manifest.id)
-    if pinned is not None and pinned != manifest.files:
+    if pinned is not None and manifest.files not in pinned:
         raise ConfigError(
             f"the manifest of {manifest.id} lists other files or hashes than the pinned ones; "
             "rebuild it with tools/build_embeddinggemma.py or fetch it again"
         )
-    return pinned or manifest.files
+    return manifest.files
 
 
 def installed_models(settings: Settings) -> list[ModelInfo]:
@@ -122,20 +132,28 @@ def _load(info: ModelInfo, settings: Settings) -> Embedder:
     )
 
 
-def verify_model(info: ModelInfo) -> None:
-    """Hash every file of an installed model against its pins; raise ConfigError on a mismatch."""
+def verify_model(info: ModelInfo) -> Fidelity | None:
+    """Hash every file of an installed model against its pins (ConfigError on a mismatch), and
+    say how faithful to its float model it is on this CPU (None when there is no reference)."""
     if info.id == FALLBACK_ID:
         FallbackEmbedder()  # verifies its pinned weights on construction
-        return
+        return None
     directory = Path(info.location)
-    verify_files(directory, expected_files(read_manifest(directory)))
+    files = expected_files(read_manifest(directory))
+    verify_files(directory, files)
+    if not has_reference(info.family):
+        return None
+    return check(OnnxEmbedder(directory, files, threads=2), info.family)
 
 
-def install_model(source: Path, settings: Settings) -> ModelInfo:
+def install_model(
+    source: Path, settings: Settings, *, allow_degraded: bool = False
+) -> tuple[ModelInfo, Fidelity | None]:
     """Copy a model directory (e.g. from tools/build_embeddinggemma.py) into ``models_dir``.
 
-    The source is verified against its manifest first, and copied under a temporary name then
-    renamed, so a failed or interrupted install leaves no half model behind.
+    The source is verified against its manifest first, copied under a temporary name, checked on
+    this CPU (:func:`mnemo.embed.fidelity.vouch`), then renamed, so a failed, refused or
+    interrupted install leaves no half model behind.
     """
     manifest = read_manifest(source)
     files = expected_files(manifest)
@@ -146,10 +164,12 @@ def install_model(source: Path, settings: Settings) -> ModelInfo:
             (partial / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source / name, partial / name)
         verify_files(partial, files)
-    return ModelInfo(
+        fidelity = vouch(partial, files, manifest.family, allow_degraded=allow_degraded)
+    info = ModelInfo(
         id=manifest.id,
         family=manifest.family,
         dim=manifest.dim,
         location=str(target),
         quality_rank=_FAMILY_RANK.get(manifest.family, 5),
     )
+    return info, fidelity

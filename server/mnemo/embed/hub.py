@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx2
 
 from mnemo.embed.base import MANIFEST, staged_install
+from mnemo.embed.fidelity import Fidelity, vouch
 from mnemo.errors import ConfigError
 
 
@@ -82,8 +83,10 @@ def fetch_model(
     hub_url: str = DEFAULT_HUB_URL,
     progress: Callable[[str, int, int], None] | None = None,
     timeout_s: float = 60.0,
-) -> Path:
-    """Download, verify and install ``model`` under ``models_dir``; return its directory."""
+    allow_degraded: bool = False,
+) -> tuple[Path, Fidelity | None]:
+    """Download, verify, check on this CPU (:func:`mnemo.embed.fidelity.vouch`) and install
+    ``model`` under ``models_dir``; its directory and how faithful it is here."""
     with staged_install(models_dir, model.id) as partial:
         with httpx2.Client(timeout=timeout_s, follow_redirects=True) as client:
             for item in model.files:
@@ -100,7 +103,9 @@ def fetch_model(
             "source": f"{hub_url.rstrip('/')}/{model.repository}@{model.revision}",
         }
         (partial / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    return models_dir / model.id
+        files = {item.path: item.sha256 for item in model.files}
+        fidelity = vouch(partial, files, model.family, allow_degraded=allow_degraded)
+    return models_dir / model.id, fidelity
 
 
 def _download(

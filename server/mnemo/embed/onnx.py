@@ -81,6 +81,7 @@ class OnnxEmbedder:
             raise ConfigError(f"{manifest.id} has {manifest.dim} dimensions; cannot keep {dims}")
         self.dim = dims or manifest.dim
         self.model_id = manifest.id if self.dim == manifest.dim else f"{manifest.id}-d{self.dim}"
+        self.family = manifest.family
         self.related_cosine = manifest.related_cosine
         self.vector_weight = manifest.vector_weight
         self.context_weight = manifest.context_weight
@@ -107,12 +108,13 @@ class OnnxEmbedder:
         self._inputs = {i.name for i in self._session.get_inputs()}
 
     def embed_queries(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        return self._embed([self._query_prefix + t for t in texts])
+        return self.embed_raw([self._query_prefix + t for t in texts])
 
     def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        return self._embed([self._document_prefix + t for t in texts])
+        return self.embed_raw([self._document_prefix + t for t in texts])
 
-    def _embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+    def embed_raw(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """``texts`` as given, prefixes included (the fidelity check's reference texts have theirs)."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
