@@ -25,7 +25,9 @@ the machine falls on all three.
 
 Printed: ingest time, recall latency p50/p95 (question embedding included), evidence R@5 / R@10
 (the share of a question's evidence turns among the top k, as tools/eval_locomo.py), the
-process's RSS, and the ratio of each peer to mnemo.
+process's RSS, the characters of a recall's answer a hit (the median answer over its hits: mnemo's
+as its MCP tool words it, the peers' as their API returns it, as JSON), and the ratio of each peer
+to mnemo.
 
     ~/.cache/mnemo-peers/bin/python tools/bench_peers.py --data DIR --model-dir ST_DIR \\
         --mnemo-models MODELS_DIR [--questions N]
@@ -52,6 +54,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from eval_locomo import episode_id, score, turn_text
+from mnemo.api.recall import EpisodesResult
+from mnemo.mcpserver.text import episodes_text
 
 DOCUMENT_PROMPT = "title: none | text: "
 QUERY_PROMPT = "task: question answering | query: "
@@ -133,6 +137,7 @@ class ClickmemSystem:
 
     def search(self, namespace: str, question: str, k: int) -> list[str]:
         hits = self.recall.recall(question, project_id=namespace, limit=k, backend=self.backend)
+        self.said = json.dumps([hit.to_dict() for hit in hits], ensure_ascii=False)
         return [self.ids.get(hit.id, "") for hit in hits]
 
     def notes(self) -> str:
@@ -177,6 +182,7 @@ class Mem0System:
 
     def search(self, namespace: str, question: str, k: int) -> list[str]:
         found = self.memory.search(question, filters={"user_id": namespace}, top_k=k, threshold=0.0)
+        self.said = json.dumps(found, ensure_ascii=False, default=str)
         return [hit.get("metadata", {}).get("episode", "") for hit in found["results"]]
 
     def notes(self) -> str:
@@ -225,7 +231,10 @@ class MnemoSystem:
     def search(self, namespace: str, question: str, k: int) -> list[str]:
         body = {"query": question, "namespace": namespace, "limit": k}
         found = self.client.call("POST", "/v1/episodes/query", body)
+        self.said = episodes_text(EpisodesResult.model_validate(found))  # as the MCP tool answers
         return [hit["episode"]["id"] for hit in found["episodes"]]
+
+    said = ""
 
     def pid(self) -> int:
         from mnemo.client.launcher import daemon_pid
@@ -278,7 +287,8 @@ def worker(name: str, args: argparse.Namespace) -> None:
         elif request["op"] == "search":
             begun = time.perf_counter()
             ids = system.search(request["namespace"], request["question"], request["k"])
-            answer({"ids": ids, "ms": (time.perf_counter() - begun) * 1000})
+            ms = (time.perf_counter() - begun) * 1000
+            answer({"ids": ids, "ms": ms, "chars": len(system.said) / max(1, len(ids))})
         elif request["op"] == "rss":
             answer({"rss_mb": rss_mb(system.pid() if name == "mnemo" else os.getpid())})
         elif request["op"] == "quit":
@@ -415,7 +425,7 @@ def main() -> None:
             workers[name] = Worker(name, args, home, vectors)
             print(f"{name}: ready in {workers[name].ready_s:.1f} s; ingesting …", file=sys.stderr)
             results[name] = workers[name].ask({"op": "ingest", "turns": turns})
-            results[name]["latencies"], results[name]["ranked"] = [], []
+            results[name]["latencies"], results[name]["ranked"], results[name]["chars"] = [], [], []
         for i, q in enumerate(questions):
             order = SYSTEMS[i % 3 :] + SYSTEMS[: i % 3]  # who asks first rotates
             for name in order:
@@ -427,6 +437,7 @@ def main() -> None:
                 )
                 results[name]["latencies"].append(found["ms"])
                 results[name]["ranked"].append(found["ids"])
+                results[name]["chars"].append(found["chars"])
             if i % 100 == 99:
                 print(f"  {i + 1:,} questions asked", file=sys.stderr)
         for name, w in workers.items():
@@ -451,6 +462,7 @@ def report(results: dict[str, dict[str, Any]], questions: list[dict], n_turns: i
             "r5": recall[5],
             "r10": recall[10],
             "rss": r["rss_end_mb"],
+            "chars": statistics.median(r["chars"]),
         }
     base = rows["mnemo"]
 
@@ -458,14 +470,16 @@ def report(results: dict[str, dict[str, Any]], questions: list[dict], n_turns: i
         return "" if name == "mnemo" else f" ({rows[name][key] / base[key]:.2f}×)"
 
     print(f"\nLoCoMo dev: {n_turns:,} turns, {len(questions):,} questions, k = {K}\n")
-    print("| system | ingest: library + model | turns/s | recall p50 | recall p95 | R@5 | R@10 | RSS |")
-    print("|---|---|---|---|---|---|---|---|")
+    header = "| system | ingest: library + model | turns/s | recall p50 | recall p95 | R@5 | R@10 | RSS "
+    print(header + "| characters a hit |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name, row in rows.items():
         print(
             f"| {name} | {row['library']:.0f} s + {row['model']:.0f} s "
             f"| {row['rate']:,.1f}{ratio(name, 'rate')} "
             f"| {row['p50']:.0f} ms{ratio(name, 'p50')} | {row['p95']:.0f} ms{ratio(name, 'p95')} "
-            f"| {row['r5']:.1f} | {row['r10']:.1f} | {row['rss']:,.0f} MB{ratio(name, 'rss')} |"
+            f"| {row['r5']:.1f} | {row['r10']:.1f} | {row['rss']:,.0f} MB{ratio(name, 'rss')} "
+            f"| {row['chars']:,.0f}{ratio(name, 'chars')} |"
         )
     print()
     for name, r in results.items():

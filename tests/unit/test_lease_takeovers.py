@@ -25,7 +25,7 @@ from mnemo.distill.lease import LeaseLostError, WriterLease
 from mnemo.store import ClickHouseStore
 from tests.helpers import make_memory
 
-TTL_S = 0.4  # heartbeats every 80 ms: a stall of 320 ms on a loaded machine still keeps the lease
+TTL_S = 0.8  # heartbeats every 160 ms: a stall of 640 ms (a slow chDB write) still keeps the lease
 ROUNDS = 100
 AT = datetime(2026, 12, 1, tzinfo=UTC)
 
