@@ -53,7 +53,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from eval_locomo import episode_id, score, turn_text
+from eval_locomo import import_record, score
 from mnemo.api.recall import EpisodesResult
 from mnemo.mcpserver.text import episodes_text
 
@@ -338,24 +338,10 @@ def load_turns(data: Path) -> list[dict[str, Any]]:
     turns = []
     with (data / "locomo_dev_turns.jsonl").open(encoding="utf-8") as lines:
         for raw in lines:
-            turn = json.loads(raw)
-            sample = turn["sample_id"]
-            from eval_locomo import session_time
-
-            record = {
-                "id": episode_id(sample, turn["dia_id"]),
-                "session": f"{sample}-s{turn['session']}",
-                "time": session_time(turn["session_date_time"]).isoformat(),
-                "who": turn["speaker"],
-                "role": "user",
-                "kind": "prompt",
-                "text": turn_text(turn),
-                "namespace": f"workspace:locomo-{sample}",
-                "turn": turn["turn_index"],
-            }
+            record = import_record(json.loads(raw))
             turns.append(
                 {
-                    "namespace": f"locomo-{sample}",
+                    "namespace": record["namespace"].removeprefix("workspace:"),
                     "text": record["text"],
                     "episode": record["id"],
                     "line": json.dumps(record),

@@ -60,6 +60,21 @@ def turn_text(turn: dict) -> str:
     return str(turn["text"])
 
 
+def import_record(turn: dict, *, with_turns: bool = True) -> dict:
+    """A LoCoMo turn as a line of ``mnemo import``: an episode in its conversation's workspace."""
+    return {
+        "id": episode_id(turn["sample_id"], turn["dia_id"]),
+        "session": f"{turn['sample_id']}-s{turn['session']}",
+        "time": session_time(turn["session_date_time"]).isoformat(),
+        "who": turn["speaker"],
+        "role": "user",
+        "kind": "prompt",
+        "text": turn_text(turn),
+        "namespace": f"workspace:locomo-{turn['sample_id']}",
+        **({"turn": turn["turn_index"]} if with_turns else {}),
+    }
+
+
 def write_import_files(turns_path: Path, out_dir: Path, *, with_turns: bool = True) -> list[Path]:
     """One JSONL file a conversation; ``with_turns=False`` leaves the turn numbers out, as a file
     people write might (the import numbers them by time, then line)."""
@@ -67,21 +82,7 @@ def write_import_files(turns_path: Path, out_dir: Path, *, with_turns: bool = Tr
     with turns_path.open(encoding="utf-8") as f:
         for line in f:
             turn = json.loads(line)
-            by_sample[turn["sample_id"]].append(
-                json.dumps(
-                    {
-                        "id": episode_id(turn["sample_id"], turn["dia_id"]),
-                        "session": f"{turn['sample_id']}-s{turn['session']}",
-                        "time": session_time(turn["session_date_time"]).isoformat(),
-                        "who": turn["speaker"],
-                        "role": "user",
-                        "kind": "prompt",
-                        "text": turn_text(turn),
-                        "namespace": f"workspace:locomo-{turn['sample_id']}",
-                        **({"turn": turn["turn_index"]} if with_turns else {}),
-                    }
-                )
-            )
+            by_sample[turn["sample_id"]].append(json.dumps(import_record(turn, with_turns=with_turns)))
     paths = []
     for sample, lines in by_sample.items():
         path = out_dir / f"{sample}.jsonl"
