@@ -295,10 +295,12 @@ async def test_write_tools_are_refused_while_the_host_reports_plan_mode(home: Ho
     assert "remembered" in home.mnemo("remember", "Deploys on Thursdays", "--type", "fact").stdout
 
 
-def _session(home: Home, *requests: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
-    """One raw stdio session with mnemo-mcp: initialize, initialized, then ``requests``; the
-    answers in order, and what it wrote on stderr."""
-    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+def _session(
+    home: Home, *requests: dict[str, Any], version: str = "2025-06-18"
+) -> tuple[list[dict[str, Any]], str]:
+    """One raw stdio session with mnemo-mcp: initialize (asking for protocol ``version``),
+    initialized, then ``requests``; the answers in order, and what it wrote on stderr."""
+    hello = {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
     messages = [
         {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello},
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
@@ -335,3 +337,18 @@ def test_a_second_start_answers_initialize_and_tools_list_from_the_record_then_s
     assert second[0] == first[0] and second[1] == first[1]  # the same answers, ids included
     assert {t["name"] for t in second[1]["result"]["tools"]} == TOOLS
     assert second[2]["result"]["_meta"][RESULT_META]["content"] == "Tabs"  # served by the SDK
+
+
+def test_hosts_asking_for_different_protocol_versions_each_start_from_the_record(home: Home) -> None:
+    """Claude Code asks for 2025-11-25 and Codex for 2025-06-18: the record keeps an initialize
+    answer for each, so a user of both hosts does not lose the quick start at every switch."""
+    claude, codex = "2025-11-25", "2025-06-18"
+    first_claude, log = _session(home, {"method": "tools/list"}, version=claude)
+    assert "from the start record" not in log
+    first_codex, log = _session(home, {"method": "tools/list"}, version=codex)
+    assert "initialize answered from the start record" not in log  # a version not seen yet
+    assert first_codex[0]["result"]["protocolVersion"] == codex
+    for version, first in ((claude, first_claude), (codex, first_codex), (claude, first_claude)):
+        again, log = _session(home, {"method": "tools/list"}, version=version)
+        assert "initialize answered from the start record" in log, version
+        assert again == first

@@ -6,8 +6,10 @@ between the host and the SDK server, which runs on a pair of pipes:
 
 - the first time (or after an upgrade), everything goes through to the SDK, and the SDK's own
   answers to ``initialize`` and ``tools/list`` are recorded (``run/mcp-start.json``, keyed by
-  mnemo's version and the SDK's installation);
-- from then on the relay answers the host's ``initialize`` (for the same protocol version) and
+  mnemo's version and the SDK's installation). ``initialize``'s answer is kept per protocol
+  version the host asked for: Claude Code and Codex ask for different ones, and a single answer
+  would send every other session the slow way;
+- from then on the relay answers the host's ``initialize`` (for a protocol version recorded) and
   ``tools/list`` with the recorded answers at once, and hands the SDK the same ``initialize``
   itself (its answer dropped) so that the session it serves is initialised as the host's is;
   everything else waits in the pipe for the SDK. The SDK is also asked ``tools/list`` in the
@@ -45,7 +47,7 @@ def _key() -> str:
 
     spec = importlib.util.find_spec("mcp")
     stamp = os.stat(spec.origin).st_mtime_ns if spec is not None and spec.origin else 0
-    return f"{__version__}:{stamp}:{sys.version_info[:2]}"
+    return f"2:{__version__}:{stamp}:{sys.version_info[:2]}"  # 2: initialize kept per version
 
 
 class Relay:
@@ -62,7 +64,9 @@ class Relay:
         self._record = self._load()
         self._out_lock = threading.Lock()
         self._is_fast = False
-        self._pending: dict[Any, str] = {}  # the host's request id → what its answer is (slow path)
+        # The host's request id → what its answer is (slow path): "tools", or "initialize" and the
+        # protocol version it asked for.
+        self._pending: dict[Any, tuple[str, str]] = {}
         # The relay's own requests to the SDK: ids no host can guess, so none is taken for one.
         self._init_id = f"mnemo-start-initialize-{os.urandom(8).hex()}"
         self._tools_id = f"mnemo-start-tools-{os.urandom(8).hex()}"
@@ -76,7 +80,7 @@ class Relay:
         return record if record.get("key") == self._key else {}
 
     def _save(self) -> None:
-        if not {"initialize", "tools", "requested"} <= self._record.keys():
+        if not {"initialize", "tools"} <= self._record.keys():
             return
         self._record["key"] = self._key
         tmp = f"{self._path}.{os.getpid()}.tmp"
@@ -145,14 +149,16 @@ class Relay:
             self._pending.pop(request_id, None)  # an id used again: its answer is this request's
         if method == "initialize" and request_id is not None:
             requested = params.get("protocolVersion")
-            if record and not self._is_fast and record.get("requested") == requested:
+            answers = record.get("initialize") if "tools" in record else None
+            answers = answers if isinstance(answers, dict) else {}
+            if not self._is_fast and isinstance(requested, str) and requested in answers:
                 self._is_fast = True
-                self._to_host({"jsonrpc": "2.0", "id": request_id, "result": record["initialize"]})
+                self._to_host({"jsonrpc": "2.0", "id": request_id, "result": answers[requested]})
                 self._to_sdk_line(json.dumps({**message, "id": self._init_id}).encode())
                 _say("initialize answered from the start record")
                 return True
-            self._pending[request_id] = "initialize"
-            record["requested"] = requested
+            if isinstance(requested, str):
+                self._pending[request_id] = ("initialize", requested)
             return False
         if method == "notifications/initialized" and self._is_fast:
             self._to_sdk_line(json.dumps(message).encode())
@@ -165,7 +171,7 @@ class Relay:
                 _say("tools/list answered from the start record")
                 return True
             if not params.get("cursor"):
-                self._pending[request_id] = "tools"
+                self._pending[request_id] = ("tools", "")
         return False
 
     def sdk_to_host(self) -> None:
@@ -187,7 +193,10 @@ class Relay:
                     continue
                 kind = self._pending.pop(request_id, None)
                 if kind is not None and "result" in message:
-                    self._record[kind] = message["result"]
+                    if kind[0] == "initialize":
+                        self._record.setdefault("initialize", {})[kind[1]] = message["result"]
+                    else:
+                        self._record["tools"] = message["result"]
                     self._save()
             self._to_host(line)
 
