@@ -54,7 +54,7 @@ def _give_back_freed_memory() -> None:
 
 class Indexing:
     def __init__(self, calls: StoreCalls, settings: Settings, embedder: Embedder | None) -> None:
-        self.engine = RecallEngine(embedder)
+        self.engine = RecallEngine(embedder, settings.index_dir)
         self._calls = calls
         self._settings = settings
         self._built = anyio.Event()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import zlib
 from collections import deque
 from collections.abc import Container, Iterable, Sequence
 from concurrent.futures import Future
@@ -41,6 +40,7 @@ from mnemo.index.engine import SearchIndex, on_vector_thread
 from mnemo.index.entities import EntityMatcher, entity_key
 from mnemo.index.query import Analysis, analyse
 from mnemo.index.ranking import Weights
+from mnemo.index.shelf import Shelf
 from mnemo.index.snapshot import GraphSnapshot
 from mnemo.index.text import terms as text_terms
 from mnemo.memories import Memory
@@ -89,7 +89,9 @@ class RecallEngine:
     more than those. The automaton is immutable: a rebuilt one replaces it whole.
     """
 
-    def __init__(self, embedder: Embedder | None) -> None:
+    def __init__(self, embedder: Embedder | None, shelf_dir: Path | None = None) -> None:
+        """``shelf_dir``: where the memories' copies are kept (:mod:`mnemo.index.shelf`; the
+        system's temporary directory when not given)."""
         self.embedder = embedder
         weights = weights_for(embedder)
         self.memories = SearchIndex(weights)
@@ -103,10 +105,9 @@ class RecallEngine:
         self._matcher: tuple[int, EntityMatcher] = (0, EntityMatcher([]))
         self._matcher_lock = threading.Lock()
         self._backlog: deque[tuple[str, str, str]] = deque()  # (index name, key, text); under _lock
-        # Each memory's current version, as compressed JSON: recall answers without a store read,
-        # which would cost more than the whole search; compressed, the copies take little RAM.
-        # Only ever read or written one key at a time (atomic), never iterated: no lock.
-        self._memories: dict[str, bytes] = {}
+        # Each memory's current version, as JSON: recall answers without a store read, which
+        # would cost more than the whole search. In a file, out of RAM; it locks itself.
+        self._memories = Shelf(shelf_dir)
 
     # -- writes --------------------------------------------------------------------------------
 
@@ -128,7 +129,7 @@ class RecallEngine:
         documents = [memory_document(m) for m in memories]
         self.memories.add(documents, bulk=bulk)
         for memory in memories:
-            self._memories[memory.id] = zlib.compress(memory.model_dump_json().encode(), 1)
+            self._memories.put(memory.id, memory.model_dump_json())
         self.add_entities((entity_key(e.name), e.name, ()) for m in memories for e in m.entities)
         waiting = [("memories", d.key, d.text) for d in documents if d.key not in embedded]
         with self._lock:
@@ -140,12 +141,12 @@ class RecallEngine:
         if not self.memories.set_status(memory.id, memory.status.value):
             self.add_memories([memory])
             return
-        self._memories[memory.id] = zlib.compress(memory.model_dump_json().encode(), 1)
+        self._memories.put(memory.id, memory.model_dump_json())
 
     def memory(self, memory_id: str) -> Memory | None:
         """The current version of an indexed memory."""
-        payload = self._memories.get(memory_id)
-        return None if payload is None else Memory.model_validate_json(zlib.decompress(payload))
+        stored = self._memories.get(memory_id)
+        return None if stored is None else Memory.model_validate_json(stored)
 
     def add_episodes(
         self, episodes: Sequence[Episode], embedded: Container[str] = (), *, bulk: bool = False
