@@ -111,11 +111,15 @@ def _two_writers(
     return a, b, writer_a, writer_b
 
 
-def _b_redoes_the_batch_a_left(store: ClickHouseStore, writer_b: Distiller) -> None:
+def _b_redoes_the_batch_a_left(store: ClickHouseStore, b: WriterLease, writer_b: Distiller) -> None:
     """Nothing of a's is stored; b, having the lease, redoes a's started batch exactly once."""
     assert list(store.memories_page("", 10)) == []
     [left] = store.started_batches()
-    [done] = writer_b.recover()
+    # b took the lease during a's stall and has not renewed it since: on a loaded machine its
+    # second may be over. As the daemon does, b renews it and keeps it beating while it works.
+    assert b.acquire()
+    with b.heartbeat():
+        [done] = writer_b.recover()
     assert done.batch.id == left.id and len(done.added) == 1
     assert [m.what for m in store.memories_page("", 10)] == ["The shop is deployed on Tuesdays"]
 
@@ -136,7 +140,7 @@ def test_a_writer_that_lost_the_lease_stops_before_it_writes(
         writer_a.distil_session("s2")
     assert store.judge_log(10) == []
     llm_server.on_request = None
-    _b_redoes_the_batch_a_left(store, writer_b)
+    _b_redoes_the_batch_a_left(store, b, writer_b)
 
 
 def test_a_writer_paused_between_its_check_and_its_commit_writes_nothing(
@@ -155,4 +159,4 @@ def test_a_writer_paused_between_its_check_and_its_commit_writes_nothing(
     a.check = check_then_sleep  # type: ignore[method-assign]
     with pytest.raises(LeaseLostError, match="moved on before daemon-a's commit; nothing was written"):
         writer_a.distil_session("s2")
-    _b_redoes_the_batch_a_left(store, writer_b)
+    _b_redoes_the_batch_a_left(store, b, writer_b)
