@@ -339,6 +339,20 @@ def test_a_second_start_answers_initialize_and_tools_list_from_the_record_then_s
     assert second[2]["result"]["_meta"][RESULT_META]["content"] == "Tabs"  # served by the SDK
 
 
+def test_a_damaged_start_record_is_set_aside_and_written_afresh(home: Home) -> None:
+    """Whatever the record holds (not an object, or an initialize of another shape), the server
+    starts the slow way, answers, and records afresh."""
+    record = home.path / "run" / "mcp-start.json"
+    record.parent.mkdir(parents=True, exist_ok=True)
+    first, _ = _session(home, {"method": "tools/list"})
+    for damaged in ("[1, 2]", json.dumps({**json.loads(record.read_text()), "initialize": "x"})):
+        record.write_text(damaged)
+        answers, log = _session(home, {"method": "tools/list"})
+        assert "from the start record" not in log
+        assert answers == first
+        assert isinstance(json.loads(record.read_text())["initialize"], dict)
+
+
 def test_hosts_asking_for_different_protocol_versions_each_start_from_the_record(home: Home) -> None:
     """Claude Code asks for 2025-11-25 and Codex for 2025-06-18: the record keeps an initialize
     answer for each, so a user of both hosts does not lose the quick start at every switch."""

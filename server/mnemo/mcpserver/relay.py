@@ -77,7 +77,12 @@ class Relay:
                 record: dict[str, Any] = json.load(f)
         except (OSError, ValueError):
             return {}
-        return record if record.get("key") == self._key else {}
+        fits = (
+            isinstance(record, dict)
+            and record.get("key") == self._key
+            and isinstance(record.get("initialize"), dict)
+        )
+        return record if fits else {}
 
     def _save(self) -> None:
         if not {"initialize", "tools"} <= self._record.keys():
@@ -149,8 +154,7 @@ class Relay:
             self._pending.pop(request_id, None)  # an id used again: its answer is this request's
         if method == "initialize" and request_id is not None:
             requested = params.get("protocolVersion")
-            answers = record.get("initialize") if "tools" in record else None
-            answers = answers if isinstance(answers, dict) else {}
+            answers = record.get("initialize", {}) if "tools" in record else {}
             if not self._is_fast and isinstance(requested, str) and requested in answers:
                 self._is_fast = True
                 self._to_host({"jsonrpc": "2.0", "id": request_id, "result": answers[requested]})
