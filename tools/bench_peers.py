@@ -24,7 +24,7 @@ a hit (the median answer over its hits: mnemo's as its MCP tool words it, the pe
 returns it, as JSON), and each peer's ratio to mnemo.
 
     ~/.cache/mnemo-peers/bin/python tools/bench_peers.py --model-dir ST_DIR --mnemo-models MODELS_DIR \\
-        (--data LOCOMO_DIR [--questions N] [--conversations N] | --synthetic N)
+        (--data LOCOMO_DIR [--questions N] [--conversations N] | --synthetic N) [--systems mnemo mem0]
 
 ``ST_DIR``: EmbeddingGemma's sentence-transformers directory (tools/build_embeddinggemma.py leaves
 it in ``~/.cache/mnemo-build/embeddinggemma/model_download``); ``MODELS_DIR``: a models directory
@@ -255,6 +255,13 @@ def main() -> None:
     p.add_argument("--questions", type=int, default=0, help="LoCoMo: ask only the first N questions (0: all)")
     p.add_argument("--conversations", type=int, default=0, help="LoCoMo: load only the first N conversations")
     p.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "mnemo-peers-cache")
+    p.add_argument(
+        "--systems",
+        nargs="+",
+        choices=SYSTEMS,
+        default=list(SYSTEMS),
+        help="which to run (mnemo always is: the ratios are to it); default: all three",
+    )
     p.add_argument("--worker", choices=SYSTEMS, help=argparse.SUPPRESS)
     p.add_argument("--home", help=argparse.SUPPRESS)
     p.add_argument("--vectors", help=argparse.SUPPRESS)
@@ -279,7 +286,8 @@ def main() -> None:
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="mnemo-peers-") as tmp:
         workers = {}
-        for name in SYSTEMS:  # one at a time: each load and ingest on a machine to itself
+        systems = ["mnemo", *(name for name in SYSTEMS[1:] if name in args.systems)]
+        for name in systems:  # one at a time: each load and ingest on a machine to itself
             home = Path(tmp) / name
             home.mkdir()
             workers[name] = Worker(name, args, home, vectors)
@@ -287,7 +295,8 @@ def main() -> None:
             results[name] = workers[name].ask({"op": "ingest", "items": items})
             results[name]["latencies"], results[name]["ranked"], results[name]["chars"] = [], [], []
         for i, q in enumerate(questions):
-            for name in SYSTEMS[i % 3 :] + SYSTEMS[: i % 3]:  # who asks first rotates
+            turn = i % len(systems)
+            for name in systems[turn:] + systems[:turn]:  # who asks first rotates
                 request = {"op": "search", "namespace": q["namespace"], "question": q["question"], "k": K}
                 found = workers[name].ask(request)
                 results[name]["latencies"].append(found["ms"])
