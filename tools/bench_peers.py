@@ -48,21 +48,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
 
-from bench_recall import QUESTIONS, generate, hook_namespaces, noisy_vectors
+from bench_recall import QUESTIONS, generate, hook_namespaces, noisy_vectors, percentiles, rss_mb
 from eval_locomo import import_record, score
 from peer_systems import DOCUMENT_PROMPT, ClickmemSystem, Mem0System, MnemoSystem, load_vectors
 
 SYNTHETIC_QUESTIONS = 200
 SYSTEMS = ("mnemo", "clickmem", "mem0")
 K = 10
-
-
-def rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def worker(name: str, args: argparse.Namespace) -> None:
@@ -323,14 +315,14 @@ def report(
     questions are ``scored`` (LoCoMo's)."""
     rows = {}
     for name, r in results.items():
-        latencies = sorted(r["latencies"])
+        p50, p95 = percentiles(r["latencies"])
         model_s = r["vectors_s"] if name == "mnemo" else embed_s  # embedding the documents
         rows[name] = {
             "library": r["added_s"],
             "model": model_s,  # 0: not timed here (the synthetic store's peers)
             "rate": n_items / (r["added_s"] + model_s),
-            "p50": statistics.median(latencies),
-            "p95": latencies[int(0.95 * len(latencies)) - 1],
+            "p50": p50,
+            "p95": p95,
             "rss": r["rss_end_mb"],
             "chars": statistics.median(r["chars"]),
         }

@@ -27,7 +27,7 @@ _COMPACT_MIN_BYTES = 64 << 20
 
 
 class Shelf:
-    """Bytes by key, in a file; safe to use from several threads."""
+    """Text by key, compressed, in a file; safe to use from several threads."""
 
     def __init__(self, directory: Path | None = None) -> None:
         if directory is not None:
