@@ -25,7 +25,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError
 
@@ -129,8 +129,12 @@ class Settings(BaseModel):
         max_length=200,
         description="Prefix EmbeddingGemma puts before a question (its own prompt for retrieval).",
     )
-    embedding_dims: int = Field(
-        default=0, ge=0, description="Leading dimensions kept of a Matryoshka model's vectors (0: all)."
+    embedding_dims: Annotated[int, Field(ge=0)] | Literal["auto"] = Field(
+        default="auto",
+        description=(
+            "Leading dimensions kept of a Matryoshka model's vectors (0: all; auto: the model's "
+            "default, 512 for EmbeddingGemma)."
+        ),
     )
     llm_url: str = Field(
         default="",

@@ -68,16 +68,22 @@ def test_embedding_dims_cut_only_models_trained_for_it(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not os.environ.get("MNEMO_TEST_MODELS_DIR"), reason="set MNEMO_TEST_MODELS_DIR")
-def test_embeddinggemma_cut_to_256_dimensions_is_its_renormalised_prefix(tmp_path: Path) -> None:
+def test_embeddinggemma_keeps_512_dimensions_by_default_and_a_cut_is_its_renormalised_prefix(
+    tmp_path: Path,
+) -> None:
     env = {
         "MNEMO_HOME": str(tmp_path),
         "MNEMO_MODELS_DIR": os.environ["MNEMO_TEST_MODELS_DIR"],
         "MNEMO_EMBEDDER": "embeddinggemma-300m-int8",
     }
-    whole = load_embedder(load_settings(env))
+    whole = load_embedder(load_settings({**env, "MNEMO_EMBEDDING_DIMS": "0"}))
+    default = load_embedder(load_settings(env))
     cut = load_embedder(load_settings({**env, "MNEMO_EMBEDDING_DIMS": "256"}))
-    assert whole is not None and cut is not None
+    assert whole is not None and default is not None and cut is not None
+    assert (whole.model_id, whole.dim, whole.cut_from) == ("embeddinggemma-300m-int8", 768, None)
+    assert (default.model_id, default.dim) == ("embeddinggemma-300m-int8-d512", 512)  # "auto"
     assert (cut.model_id, cut.dim) == ("embeddinggemma-300m-int8-d256", 256)  # never mixed with 768
+    assert default.cut_from == cut.cut_from == "embeddinggemma-300m-int8"  # whose stored vectors to cut
     texts = ["Deploys moved to Thursday because QA needs Wednesday.", "¿Qué día desplegamos?"]
     prefix = whole.embed_documents(texts)[:, :256]
     np.testing.assert_allclose(

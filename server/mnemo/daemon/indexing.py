@@ -26,7 +26,7 @@ import numpy.typing as npt
 from mnemo.clock import utc_now
 from mnemo.config import Settings
 from mnemo.daemon.storecalls import StoreCalls
-from mnemo.embed import Embedder
+from mnemo.embed import Embedder, normalised
 from mnemo.episodes import Episode
 from mnemo.errors import MnemoError, NotReadyError
 from mnemo.index.documents import passage_key, split_key
@@ -98,6 +98,8 @@ class Indexing:
         started = time.monotonic()
         engine, embedder, calls, store = self.engine, self.engine.embedder, self._calls, self._calls.store
         embedded: set[str] = set()
+        if embedder is not None and embedder.cut_from is not None:
+            await self._cut_stored_vectors(embedder, embedder.cut_from)
         if embedder is not None:
             after_key = ("", 0)
             while keys := await calls(store.embedding_keys_page, embedder.model_id, after_key, KEY_PAGE_ROWS):
@@ -153,6 +155,30 @@ class Indexing:
             return
         if saved:
             logger.info("vector graphs saved in %.1f s: %d nodes", time.monotonic() - started, saved)
+
+    async def _cut_stored_vectors(self, embedder: Embedder, whole: str) -> None:
+        """Give a model that keeps the leading dimensions of another (Matryoshka) the other's
+        stored vectors, cut and re-normalised (what it computes itself), rather than re-embed the
+        whole store: only while it has no vectors of its own."""
+        calls, store = self._calls, self._calls.store
+        if await calls(store.embedding_keys_page, embedder.model_id, ("", 0), 1):
+            return
+        started, count = time.monotonic(), 0
+        async for keys, matrix in self._embedding_pages(whole):
+            if matrix.shape[1] < embedder.dim:
+                logger.warning("vectors of %s have %d dimensions: not cut", whole, matrix.shape[1])
+                return
+            cut = normalised(np.ascontiguousarray(matrix[:, : embedder.dim]))
+            await calls(store.put_embeddings, embedder.model_id, keys, cut)
+            count += len(keys)
+        if count:
+            logger.info(
+                "%d vectors of %s cut to %d dimensions in %.1f s",
+                count,
+                whole,
+                embedder.dim,
+                time.monotonic() - started,
+            )
 
     async def _embedding_pages(
         self, model: str

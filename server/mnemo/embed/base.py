@@ -30,6 +30,9 @@ class Embedder(Protocol):
     # The cosine from which a question and a text count as related: a property of each model,
     # set between where its off-topic questions and its answers fall (docs/recall.md).
     related_cosine: float
+    # The id of the whole model when this one keeps only its leading dimensions (Matryoshka), so
+    # that vectors stored by the whole model can be cut instead of recomputed; None otherwise.
+    cut_from: str | None
     # Whether two threads may embed at once (a question need not wait for a background batch).
     is_thread_safe: bool
     # The recall score's weights for this model, chosen by cross-validation on LoCoMo

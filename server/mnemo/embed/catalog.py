@@ -29,6 +29,9 @@ logger = logging.getLogger(__name__)
 _FAMILY_RANK = {"embeddinggemma": 0}
 # Sizes a family's vectors are trained to be cut to (Matryoshka), for the embedding_dims setting.
 MATRYOSHKA_DIMS: dict[str, tuple[int, ...]] = {"embeddinggemma": (512, 256, 128)}
+# What embedding_dims = "auto" keeps: EmbeddingGemma at 512 holds LoCoMo (R@10 80.5 against 80.6
+# at 768) for two thirds of the vector index's RAM (docs/benchmarks.md, memory at a million).
+DEFAULT_DIMS: dict[str, int] = {"embeddinggemma": 512}
 # Models whose files are known byte for byte: a manifest claiming one of these ids must list
 # exactly one of its sets of hashes. tools/build_embeddinggemma.py rebuilds model.onnx
 # byte-identically with the versions pinned in pyproject's build-model extra; the first set is
@@ -113,7 +116,9 @@ def load_embedder(settings: Settings) -> Embedder | None:
 
 def _load(info: ModelInfo, settings: Settings) -> Embedder:
     dims = settings.embedding_dims
-    if dims and dims != info.dim and dims not in MATRYOSHKA_DIMS.get(info.family, ()):
+    if dims == "auto":
+        dims = DEFAULT_DIMS.get(info.family, 0)
+    elif dims and dims != info.dim and dims not in MATRYOSHKA_DIMS.get(info.family, ()):
         allowed = ", ".join(map(str, MATRYOSHKA_DIMS.get(info.family, ()))) or "none"
         problem = (
             f"embedding_dims = {dims} does not fit {info.id} (dimensions it is trained to be cut "

@@ -59,6 +59,7 @@ class FallbackEmbedder:
         self._model = USE()
         self._model.encode("warm up")  # loads its resources now, not inside a first recall
         self.model_id = FALLBACK_ID
+        self.cut_from: str | None = None
         self.dim = _DIM
         # Between where its off-topic questions and its answers fall on tests/bilingual_corpus.py
         # (docs/recall.md).

@@ -86,6 +86,7 @@ class OnnxEmbedder:
             raise ConfigError(f"{manifest.id} has {manifest.dim} dimensions; cannot keep {dims}")
         self.dim = dims or manifest.dim
         self.model_id = manifest.id if self.dim == manifest.dim else f"{manifest.id}-d{self.dim}"
+        self.cut_from = None if self.dim == manifest.dim else manifest.id
         self.family = manifest.family
         self.related_cosine = manifest.related_cosine
         self.vector_weight = manifest.vector_weight
