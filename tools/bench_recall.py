@@ -5,6 +5,8 @@ For each size and embedder it prints:
 - index build: the daemon's own start-up build from the store (memories, entities, vectors),
   its time and the daemon's RSS once built; then the same daemon started again, adopting the
   vector graph the first one saved (its time, RSS, and one round of end-to-end recall);
+- the question's embedding alone, in this process, p50/p95 (the part of end to end that is
+  the model's, not the index's);
 - ranking only, in this process: the engine's search over the same documents with precomputed
   question vectors, p50/p95 (no embedding, no store read), over all namespaces and narrowed to
   a workspace and a person as the hooks ask;
@@ -263,6 +265,14 @@ def bench(size: int, embedder_id: str, runs: int, rounds: int, ranking_only: boo
     gc.collect()
     gc.freeze()  # as the daemon does after its build; here it also spares this process's memories
     print(f"in-process index build {build_s:.1f} s, RSS {rss_mb(os.getpid()):,.0f} MB")
+    if embedder is not None:  # what end to end spends before ranking (this process, same model)
+        timings = []
+        for question in questions[:runs]:
+            t = time.perf_counter()
+            embedder.embed_queries([question])
+            timings.append((time.perf_counter() - t) * 1000)
+        p50, p95 = percentiles(timings)
+        print(f"question embedding alone: p50 {p50:.2f} ms, p95 {p95:.2f} ms")
     # Embedded once, before timing: this measures the daemon's ranking call alone.
     questions_understood = [engine.understand(q, now) for q in QUESTIONS]
     for label, narrowed in (("all namespaces", False), ("one workspace + one person", True)):
