@@ -7,6 +7,8 @@ For each size and embedder it prints:
   vector graph the first one saved (its time, RSS, and one round of end-to-end recall);
 - the question's embedding alone, in this process, p50/p95 (the part of end to end that is
   the model's, not the index's);
+- the in-process build's RSS by step: rows, words and the shelf's keys; int8 codes; BM25's
+  postings sorted and the vector graph built (what a million memories costs, part by part);
 - ranking only, in this process: the engine's search over the same documents with precomputed
   question vectors, p50/p95 (no embedding, no store read), over all namespaces and narrowed to
   a workspace and a person as the hooks ask;
@@ -30,7 +32,9 @@ prints each round's p50 / p95 and their medians.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import gc
+import itertools
 import os
 import random
 import statistics
@@ -220,6 +224,16 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def settled_rss() -> float:
+    """This process's RSS (MB) once garbage is collected and the freed heap is given back, as
+    the daemon does after its build (glibc's malloc_trim; elsewhere there is nothing to give)."""
+    gc.collect()
+    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
+    if trim is not None:
+        trim(0)
+    return rss_mb(os.getpid())
+
+
 def load_store(
     settings: Settings,
     memories: list[Memory],
@@ -253,18 +267,30 @@ def bench(size: int, embedder_id: str, runs: int, rounds: int, ranking_only: boo
     questions = QUESTIONS * (runs // len(QUESTIONS) + 1)
     now = datetime.now(UTC)
 
-    # Ranking only, in this process.
+    # Ranking only, in this process, built as the daemon loads its store: pages (each memory's
+    # vector already stored), then vectors, then finish. RSS after each step, freed heap given back.
     engine = RecallEngine(embedder)
+    embedded = {m.id for m in memories} if vectors is not None else set()
+    steps = [("before", settled_rss(), 0.0)]
     started = time.perf_counter()
-    for i in range(0, size, 50_000):  # as the daemon loads its store: pages, then vectors, then finish
-        engine.add_memories(memories[i : i + 50_000], bulk=True)
+    for i in range(0, size, 50_000):
+        engine.add_memories(memories[i : i + 50_000], embedded, bulk=True)
+    steps.append(("rows, words, shelf keys", settled_rss(), time.perf_counter() - started))
     if vectors is not None:
+        started = time.perf_counter()
         engine.memories.put_vectors([m.id for m in memories], vectors, bulk=True)
+        steps.append(("int8 codes", settled_rss(), time.perf_counter() - started))
+    started = time.perf_counter()
     engine.finish_build(None)
-    build_s = time.perf_counter() - started
-    gc.collect()
+    steps.append(("BM25 postings sorted, vector graph", settled_rss(), time.perf_counter() - started))
     gc.freeze()  # as the daemon does after its build; here it also spares this process's memories
-    print(f"in-process index build {build_s:.1f} s, RSS {rss_mb(os.getpid()):,.0f} MB")
+    build_s = sum(seconds for _, _, seconds in steps)
+    print(
+        f"in-process index build {build_s:.1f} s, RSS {steps[-1][1]:,.0f} MB; by step: "
+        + ", ".join(
+            f"{name} +{rss - before:,.0f} MB" for (_, before, _), (name, rss, _) in itertools.pairwise(steps)
+        )
+    )
     if embedder is not None:  # what end to end spends before ranking (this process, same model)
         timings = []
         for question in questions[:runs]:
