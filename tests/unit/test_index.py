@@ -26,6 +26,7 @@ from mnemo.index.query import Asked, analyse
 from mnemo.index.snapshot import GraphSnapshot
 from mnemo.index.text import Language, query_terms, stem, terms, tokens
 from mnemo.index.vectors import VectorIndex
+from mnemo.index.vocabulary import Vocabulary
 from tests.helpers import frequent_thread_switches
 
 NOW = datetime(2026, 11, 30, 15, 0, tzinfo=UTC)  # a Monday
@@ -115,6 +116,35 @@ def test_bm25_after_a_bulk_load_with_writes_between_its_pages_matches_the_oracle
         assert index.score(docs[start + 499][:1])[0].max() == start + 499
     index.finish_bulk()
     _assert_scores_match_the_oracle(index, docs)
+
+
+def test_bm25_over_many_identifiers_matches_the_oracle_across_the_vocabularys_merges() -> None:
+    """A term of its own in every document, as tickets and hashes are: 60,000 terms, the
+    vocabulary's arrays merged many times, in a bulk load and in live writes after it."""
+    rng = random.Random(9)
+    docs = [
+        [rng.choice(WORDS) for _ in range(rng.randint(1, 6))] + [f"ops-{i}", f"{i}"] for i in range(30_000)
+    ]
+    index = LexicalIndex()
+    for start in range(0, 25_000, 5_000):
+        index.add(docs[start : start + 5_000], bulk=True)
+    index.finish_bulk()
+    for start in range(25_000, 30_000, 100):
+        index.add(docs[start : start + 100])
+    _assert_scores_match_the_oracle(index, docs)
+    for i in (0, 4_999, 17_321, 29_999):
+        assert index.score([f"ops-{i}"])[0].tolist() == [i]
+
+
+def test_the_vocabulary_gives_each_term_one_id_in_order_of_first_sight() -> None:
+    vocabulary = Vocabulary()
+    terms = [f"term-{i}" for i in range(20_000)]
+    assert vocabulary.ids_of([*terms[:10_000], *terms[:10]]).tolist() == [*range(10_000), *range(10)]
+    assert [vocabulary.id_of(t) for t in terms[10_000:]] == list(range(10_000, 20_000))
+    assert vocabulary.ids_of(terms[::-1]).tolist() == list(range(20_000))[::-1]
+    assert vocabulary.get("never seen") is None and len(vocabulary) == 20_000
+    vocabulary.compact()
+    assert vocabulary.get("term-12345") == 12_345 and vocabulary.ids_of([]).tolist() == []
 
 
 def test_vector_search_is_exact_when_small_and_respects_the_filter_with_a_graph() -> None:

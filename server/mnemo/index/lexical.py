@@ -17,6 +17,8 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from mnemo.index.vocabulary import Vocabulary
+
 K1 = 1.2
 B = 0.75
 _MERGE_FRACTION = 0.1
@@ -29,7 +31,7 @@ _MIN_MERGE_ROWS = 2_000
 
 class LexicalIndex:
     def __init__(self) -> None:
-        self._vocabulary: dict[str, int] = {}
+        self._vocabulary = Vocabulary()
         self._indptr = np.zeros(1, dtype=np.int64)
         self._rows = np.zeros(0, dtype=np.int32)
         self._tfs = np.zeros(0, dtype=np.float32)
@@ -55,12 +57,6 @@ class LexicalIndex:
     def size(self) -> int:
         return self._size
 
-    def _term_id(self, term: str) -> int:
-        term_id = self._vocabulary.get(term)
-        if term_id is None:
-            term_id = self._vocabulary[term] = len(self._vocabulary)
-        return term_id
-
     def add(self, documents: Sequence[Sequence[str]], *, bulk: bool = False) -> None:
         """Append documents (their terms, with repeats) as the next rows.
 
@@ -83,7 +79,7 @@ class LexicalIndex:
         term_ids: list[int] = []
         for offset, document in enumerate(documents):
             for term, tf in Counter(document).items():
-                term_id = self._term_id(term)
+                term_id = self._vocabulary.id_of(term)
                 self._recent.setdefault(term_id, []).append((start + offset, tf))
                 self._recent_arrays.pop(term_id, None)
                 self._recent_heads.pop(term_id, None)
@@ -111,16 +107,16 @@ class LexicalIndex:
         self, documents: Sequence[Sequence[str]], start: int
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.float32]]:
         """(term id, row, tf) of every distinct term of each document, documents from row ``start``."""
-        term_ids: list[int] = []
+        terms: list[str] = []
         rows: list[int] = []
         tfs: list[int] = []
         for row, document in enumerate(documents, start):
             for term, tf in Counter(document).items():
-                term_ids.append(self._term_id(term))
+                terms.append(term)
                 rows.append(row)
                 tfs.append(tf)
         return (
-            np.asarray(term_ids, dtype=np.int64),
+            self._vocabulary.ids_of(terms),
             np.asarray(rows, dtype=np.int32),
             np.asarray(tfs, dtype=np.float32),
         )
@@ -129,6 +125,7 @@ class LexicalIndex:
         """Make a bulk load's documents searchable: its postings join the base in one sort."""
         if self._bulk:
             self._merge_recent()
+        self._vocabulary.compact()
 
     def _set_base(
         self, term_ids: npt.NDArray[np.int64], rows: npt.NDArray[np.int32], tfs: npt.NDArray[np.float32]
