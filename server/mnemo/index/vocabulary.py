@@ -5,8 +5,9 @@ terms a memory. As a dict of strings it held a string, an int and a dict entry p
 bytes; here a term is its hash in a sorted array beside its id (12 bytes), plus a small dict of
 the terms added since the arrays were last merged. The hash is Python's own (SipHash, salted per
 process): the index is rebuilt at every start and never saved, so ids need not outlive the
-process. Two terms whose hashes collide share an id, and so their postings — about one pair in ten
-million at two million terms (n² / 2⁶⁵), at worst a candidate proposed for a word it lacks.
+process. Two terms whose hashes collide would share an id, and so their postings (at worst a
+candidate proposed for a word it lacks); among two million terms the chance that any two collide
+is about one in ten million (n² / 2⁶⁵).
 """
 
 from __future__ import annotations
