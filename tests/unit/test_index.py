@@ -70,13 +70,13 @@ def test_words_stemmed_by_several_threads_at_once_each_get_their_own_stem() -> N
 
 def _bm25_oracle(query: list[str], docs: list[list[str]]) -> list[float]:
     average = sum(len(d) for d in docs) / len(docs)
+    dfs = {term: sum(1 for doc in docs if term in doc) for term in dict.fromkeys(query)}
     out = []
     for doc in docs:
         score = 0.0
-        for term in dict.fromkeys(query):
+        for term, df in dfs.items():
             tf = doc.count(term)
             if tf:
-                df = sum(1 for other in docs if term in other)
                 idf = math.log(1 + (len(docs) - df + 0.5) / (df + 0.5))
                 score += idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * len(doc) / average))
         out.append(score)
