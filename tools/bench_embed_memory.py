@@ -27,6 +27,9 @@ import threading
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_recall import percentiles, rss_mb
 from mnemo.config import load_settings
 from mnemo.embed import Embedder, load_embedder
 
@@ -36,14 +39,6 @@ WORDS = (
     "release branch review staging primary index vector budget latency hook session memory "
     "decision because rollback incident postmortem owner service config terraform module"
 ).split()
-
-
-def _rss_mb() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def _passages(batches: int, seed: int) -> list[list[str]]:
@@ -63,7 +58,7 @@ def run_variant(variant: str, models_dir: str, batches: int, questions: int) -> 
         embedder._shrink = None  # type: ignore[attr-defined]  # ONNX Runtime's default: arena kept
     embedder.embed_queries(["warm up"])
     before = _questions(embedder, questions)
-    loaded = _rss_mb()
+    loaded = rss_mb(os.getpid())
     work = _passages(batches, seed=5)
     started = time.perf_counter()
     threads = [
@@ -75,7 +70,7 @@ def run_variant(variant: str, models_dir: str, batches: int, questions: int) -> 
     for thread in threads:
         thread.join()
     passages_s = time.perf_counter() - started
-    after_rss = _rss_mb()
+    after_rss = rss_mb(os.getpid())
     after = _questions(embedder, questions)
     return {
         "loaded_mb": loaded,
@@ -94,8 +89,7 @@ def _questions(embedder: Embedder, count: int) -> tuple[float, float]:
         t = time.perf_counter()
         embedder.embed_queries([f"which {WORDS[i % len(WORDS)]} did we choose for the gateway?"])
         timings.append((time.perf_counter() - t) * 1000)
-    timings.sort()
-    return statistics.median(timings), timings[max(0, int(0.95 * len(timings)) - 1)]
+    return percentiles(timings)
 
 
 def main() -> None:
