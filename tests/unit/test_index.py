@@ -424,7 +424,7 @@ def test_vectors_put_twice_or_changed_keep_one_entry_per_row_in_the_graph() -> N
 def _bulk_loaded(keys: list[str], vectors: np.ndarray) -> VectorIndex:
     index = VectorIndex(16, exact_max_rows=100)
     index.put(np.arange(len(keys)), vectors, [f"g{i % 3}" for i in range(len(keys))], bulk=True)
-    assert not index.has_graph  # a bulk load leaves the graph to settle_graph
+    assert not index.has_graph and index.graph_bytes == 0  # a bulk load leaves the graph to settle_graph
     return index
 
 
@@ -443,6 +443,7 @@ def test_a_bulk_load_in_pages_gives_back_its_spare_rows_once_settled() -> None:
         index.put(rows, vectors[rows], [f"g{i % 3}" for i in rows.tolist()], bulk=True)
     assert sum(len(g.rows) - g.size for g in index._groups) > 0  # growth left spare rows
     index.settle_graph(None)
+    assert index.graph_bytes >= 1_000 * 16  # its own copy of the codes, at least
     assert all(len(g.codes) == len(g.rows) == g.size for g in index._groups)
     assert _each_row_finds_itself_first(index, vectors[:1_000])
     index.put(np.asarray([1_000]), vectors[[1_000]], ["g0"])  # a trimmed group still grows

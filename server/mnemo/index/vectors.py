@@ -133,6 +133,12 @@ class VectorIndex:
         return self._graph is not None
 
     @property
+    def graph_bytes(self) -> int:
+        """The graph's own bytes as usearch counts them (its copy of the codes, and its links); 0
+        without a graph."""
+        return 0 if self._graph is None else int(self._graph.memory_usage)
+
+    @property
     def unsaved(self) -> int:
         """Graph nodes added or dropped since the graph was built (all of them), adopted or saved."""
         return self._unsaved
