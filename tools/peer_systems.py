@@ -176,7 +176,7 @@ class MnemoSystem:
     daemon's API as the MCP tools ask (``recall_episode`` for episodes, ``recall`` for memories).
     Its RSS is the daemon's."""
 
-    def __init__(self, home: Path, models_dir: str, memories: bool) -> None:
+    def __init__(self, home: Path, models_dir: str, memories: bool, given: Path | None = None) -> None:
         from mnemo.config import load_settings
 
         self.env = {
@@ -184,11 +184,16 @@ class MnemoSystem:
             "MNEMO_HOME": str(home / "mnemo"),
             "MNEMO_MODELS_DIR": models_dir,
             "MNEMO_EMBEDDER": "embeddinggemma-300m-int8",
-            "MNEMO_DAEMON_IDLE_S": "3600",
+            # The peers' ingest (an hour and more at 100,000) sends mnemo no request: its daemon
+            # must not exit idle before the questions, which would then meet a restart's build.
+            "MNEMO_DAEMON_IDLE_S": str(7 * 86400),
         }
         os.environ.update(self.env)  # this worker's own: its client finds the daemon by them
         self.settings = load_settings(self.env)
         self.memories = memories
+        self.models_dir = models_dir
+        self.given = given  # the peers' vectors file: stored as mnemo's own instead of embedding
+        self.keys: list[str] = []
         self.files: dict[str, list[str]] = defaultdict(list)
         self.home = home
         self.client: Any = None
@@ -196,6 +201,7 @@ class MnemoSystem:
 
     def add(self, item: dict[str, Any]) -> None:
         self.files["memories" if self.memories else item["namespace"]].append(item["line"])
+        self.keys.append(item["key"])
 
     def flush(self) -> tuple[float, float]:
         """Import what was added (a file a conversation, or one export file of memories), then wait
@@ -203,20 +209,43 @@ class MnemoSystem:
         from mnemo.client.plain import PlainClient
 
         started = time.monotonic()
+        # Given vectors: imported by a daemon without a model, which then stops for them to be stored.
+        env = {**self.env, "MNEMO_EMBEDDER": "none"} if self.given else self.env
         for name, lines in self.files.items():
             path = self.home / f"{name.replace(':', '_')}.jsonl"
             head = [json.dumps(EXPORT_HEADER)] if self.memories else []
             path.write_text("\n".join([*head, *lines]) + "\n", encoding="utf-8")
             what = ["--memories", str(path)] if self.memories else [str(path)]
             command = [sys.executable, "-m", "mnemo", "import", *what, "--quiet"]
-            subprocess.run(command, env=self.env, check=True, stdout=sys.stderr)
+            subprocess.run(command, env=env, check=True, stdout=sys.stderr)
         imported = time.monotonic()
+        if self.given:
+            self.store_given()
         self.client = PlainClient()
         while True:
             status = self.client.call("GET", "/v1/status")
             if status["index_ready"] and status["embedding_backlog"] == 0:
                 return imported - started, time.monotonic() - imported
             time.sleep(1.0)
+
+    def store_given(self) -> None:
+        """Stop the daemon and store the given vectors (768 dimensions, in the order the items were
+        added) as the whole int8 model's: the daemon at its next start cuts them to the dimensions
+        it keeps, as it does a store embedded at 768 (the peers' float vectors stand in for its
+        own; the synthetic store has no relevance labels, so only speed and RSS are read)."""
+        from mnemo.client.launcher import stop_daemon
+        from mnemo.embed.onnx import read_manifest
+        from mnemo.store.clickhouse import open_store
+
+        stop_daemon(self.settings)
+        model_id = read_manifest(Path(self.models_dir) / self.env["MNEMO_EMBEDDER"]).id
+        with np.load(self.given, allow_pickle=False) as saved:
+            vectors = saved["vectors"]
+        store = open_store(self.settings.store)
+        for i in range(0, len(self.keys), 20_000):
+            keys = [(key, 0) for key in self.keys[i : i + 20_000]]
+            store.put_embeddings(model_id, keys, vectors[i : i + 20_000])
+        store.close()
 
     def search(self, namespace: str, question: str, k: int) -> list[str]:
         body = {"query": question, "namespace": namespace, "limit": k}
@@ -239,4 +268,7 @@ class MnemoSystem:
         stop_daemon(self.settings)
 
     def notes(self) -> str:
-        return "words, vectors, entities, neighbouring turns and dates (no language model)"
+        said = "words, vectors, entities, neighbouring turns and dates (no language model)"
+        if self.given:
+            said += "; given the peers' vectors, its model time is storing them and its daemon's start"
+        return said
