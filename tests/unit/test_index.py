@@ -450,6 +450,26 @@ def test_a_bulk_load_in_pages_gives_back_its_spare_rows_once_settled() -> None:
     assert index.search(vectors[1_000], 1)[0].tolist() == [1_000]
 
 
+def test_the_search_expansion_reaches_every_graph_built_or_adopted(tmp_path: Path) -> None:
+    rng = np.random.default_rng(12)
+    keys = [f"k{i}" for i in range(400)]
+    vectors = rng.standard_normal((400, 16)).astype(np.float32)
+    built = _bulk_loaded(keys, vectors)
+    built.search_expansion = 300  # before the graph exists
+    built.settle_graph(None)
+    assert built._graph is not None and built._graph.expansion_search == 300
+    built.search_expansion = None  # on the graph it has: usearch's default again
+    assert built._graph.expansion_search == 64
+    snapshot = GraphSnapshot(tmp_path / "index", "memories", "model-a")
+    snapshot.write(built, keys)
+    adopted = _bulk_loaded(keys, vectors)
+    adopted.search_expansion = 500
+    saved = snapshot.read({k: row for row, k in enumerate(keys)}, 16)
+    assert saved is not None and adopted.settle_graph(saved).startswith("saved graph adopted")
+    assert adopted._graph is not None and adopted._graph.expansion_search == 500
+    assert _each_row_finds_itself_first(adopted, vectors)
+
+
 def test_a_saved_graph_is_adopted_by_key_keeping_only_nodes_whose_codes_did_not_change(
     tmp_path: Path,
 ) -> None:

@@ -26,7 +26,13 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-from usearch.index import Index, MetricKind, ScalarKind, search  # type: ignore[attr-defined]
+from usearch.index import (  # type: ignore[attr-defined]
+    DEFAULT_EXPANSION_SEARCH,
+    Index,
+    MetricKind,
+    ScalarKind,
+    search,
+)
 
 from mnemo.index.codes import CodeGroup, fingerprints, quantise
 
@@ -69,6 +75,7 @@ class VectorIndex:
         self._graph: Index | None = None
         self._merged: CodeGroup | None = None  # every group's codes in one matrix (see _scan)
         self._unsaved = 0  # graph nodes added or dropped since it was built, adopted or saved
+        self._expansion: int | None = None  # the graph's search breadth; None: usearch's (64)
 
     @property
     def size(self) -> int:
@@ -137,6 +144,19 @@ class VectorIndex:
         """The graph's own bytes as usearch counts them (its copy of the codes, and its links); 0
         without a graph."""
         return 0 if self._graph is None else int(self._graph.memory_usage)
+
+    @property
+    def search_expansion(self) -> int | None:
+        """How many candidates a graph search keeps while it walks (usearch's ``expansion_search``;
+        None: its default, 64); a search for more neighbours than this keeps that many."""
+        return self._expansion
+
+    @search_expansion.setter
+    def search_expansion(self, value: int | None) -> None:
+        self._expansion = value
+        if self._graph is not None:
+            # usearch defines this setter after another property's, which its stubs read as none.
+            self._graph.expansion_search = value or DEFAULT_EXPANSION_SEARCH  # type: ignore[misc]
 
     @property
     def unsaved(self) -> int:
@@ -212,6 +232,7 @@ class VectorIndex:
             logger.warning("saved vector graph %s not adopted (%s): building a new one", saved.path, exc)
             return None
         self._graph = graph
+        self.search_expansion = self._expansion
         self._unsaved = stale + len(missing)
         return f"saved graph adopted: {len(kept_rows):,} rows kept, {stale:,} dropped, {len(missing):,} added"
 
@@ -268,6 +289,7 @@ class VectorIndex:
                 group.codes[: group.size],
             )
         self._graph = graph
+        self.search_expansion = self._expansion
         self._unsaved = len(graph)
 
     def search(
