@@ -23,7 +23,11 @@ inverted file: the codes themselves are the index's either way), recall@100 agai
 search (the engine asks each source for 100 candidates) and the latency p50 / p95, all in this
 process, one search at a time.
 
-    python tools/bench_vector_search.py --sizes 100000 1000000 --embedder embeddinggemma-300m-int8
+    python tools/bench_vector_search.py --sizes 100000 1000000 --embedder embeddinggemma-300m-int8 \
+        [--expansions 256 1024] [--methods graph inverted] [--lists N]
+
+``--expansions``: the graph searched again, wider (the index's ``search_expansion``: how many
+candidates a graph search keeps while it walks; the index uses usearch's default, 64).
 
 A caveat the figures carry: each memory here is one of 2,000 instances plus noise, so the rows fall
 in 2,000 tight clusters, which favours an inverted file more than real memories would; and the
@@ -119,20 +123,28 @@ def measure(find: Search, queries: dict[str, Any], truth: dict[str, Any]) -> str
     return f"{' | '.join(cells)} | {p50:.2f} / {p95:.2f} ms |"
 
 
-def graph_row(
-    vectors: npt.NDArray[np.float32], namespaces: list[str], queries: dict[str, Any], truth: dict[str, Any]
+def graph_rows(
+    vectors: npt.NDArray[np.float32],
+    namespaces: list[str],
+    queries: dict[str, Any],
+    truth: dict[str, Any],
+    expansions: list[int],
 ) -> None:
-    """The index's own graph: loaded in bulk, settled (built), searched through ``search``."""
+    """The index's own graph: loaded in bulk, settled (built), searched through ``search`` as the
+    index does, then searched wider (``search_expansion``) for each of ``expansions``."""
     index = VectorIndex(vectors.shape[1])
     index.put(np.arange(len(vectors), dtype=np.int64), vectors, namespaces, bulk=True)
     started = time.perf_counter()
     index.settle_graph(None)
     built = time.perf_counter() - started
-    row = measure(lambda q: index.search(q, K)[0], queries, truth)
-    print(f"| HNSW graph | {built:.1f} s | {index.graph_bytes / 1e6:,.0f} MB | {row}", flush=True)
+    for expansion in [None, *expansions]:
+        index.search_expansion = expansion
+        row = measure(lambda q: index.search(q, K)[0], queries, truth)
+        label = "HNSW graph" + (f", expansion {expansion}" if expansion else "")
+        print(f"| {label} | {built:.1f} s | {index.graph_bytes / 1e6:,.0f} MB | {row}", flush=True)
 
 
-def bench(size: int, embedder_id: str, lists: int | None) -> None:
+def bench(size: int, embedder_id: str, lists: int | None, expansions: list[int], methods: list[str]) -> None:
     embedder = load_embedder(load_settings({**os.environ, "MNEMO_EMBEDDER": embedder_id}))
     if embedder is None:
         raise SystemExit(f"no embedder {embedder_id!r}: see docs/models.md")
@@ -158,9 +170,11 @@ def bench(size: int, embedder_id: str, lists: int | None) -> None:
     print("| method | build | own bytes | recall@100: questions | memories | latency p50 / p95 |")
     print("|---|---|---|---|---|---|")
 
-    graph_row(vectors, namespaces, queries, truth)
+    if "graph" in methods:
+        graph_rows(vectors, namespaces, queries, truth, expansions)
     del vectors
-
+    if "inverted" not in methods:
+        return
     count = lists or int(2 * np.sqrt(size))
     started = time.perf_counter()
     inverted = InvertedFile(codes, count)
@@ -177,9 +191,17 @@ def main() -> None:
     p.add_argument("--sizes", type=int, nargs="+", default=[100_000])
     p.add_argument("--embedder", default="embeddinggemma-300m-int8")
     p.add_argument("--lists", type=int, help="the inverted file's centroids (default: 2·√rows)")
+    p.add_argument(
+        "--expansions",
+        type=int,
+        nargs="*",
+        default=[],
+        help="the graph searched again with each of these search expansions (usearch's default: 64)",
+    )
+    p.add_argument("--methods", nargs="+", choices=["graph", "inverted"], default=["graph", "inverted"])
     args = p.parse_args()
     for size in args.sizes:
-        bench(size, args.embedder, args.lists)
+        bench(size, args.embedder, args.lists, args.expansions, args.methods)
 
 
 if __name__ == "__main__":
