@@ -147,15 +147,13 @@ class VectorIndex:
 
     @property
     def search_expansion(self) -> int | None:
-        """How many candidates a graph search keeps while it walks (usearch's ``expansion_search``;
-        None: its default, 64); a search for more neighbours than this keeps that many."""
+        """The candidates a graph search keeps as it walks (usearch's ``expansion_search``; None: 64)."""
         return self._expansion
 
     @search_expansion.setter
     def search_expansion(self, value: int | None) -> None:
         self._expansion = value
         if self._graph is not None:
-            # usearch defines this setter after another property's, which its stubs read as none.
             self._graph.expansion_search = value or DEFAULT_EXPANSION_SEARCH  # type: ignore[misc]
 
     @property
