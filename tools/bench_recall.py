@@ -4,11 +4,11 @@ For each size and embedder it prints:
 - store load time (bulk insert, not measured as a product figure);
 - index build: the daemon's own start-up build from the store (memories, entities, vectors),
   its time and the daemon's RSS once built; then the same daemon started again, adopting the
-  vector graph the first one saved (its time, RSS, and one round of end-to-end recall);
+  vector lists the first one saved (its time, RSS, and one round of end-to-end recall);
 - the question's embedding alone, in this process, p50/p95 (the part of end to end that is
   the model's, not the index's);
 - the in-process build's RSS by step: rows, words and the shelf's keys; int8 codes; BM25's
-  postings sorted and the vector graph built (what a million memories costs, part by part);
+  postings sorted and the vector lists made (what a million memories costs, part by part);
 - ranking only, in this process: the engine's search over the same documents with precomputed
   question vectors, p50/p95 (no embedding, no store read), over all namespaces and narrowed to
   a workspace and a person as the hooks ask;
@@ -199,7 +199,7 @@ async def index_built(client: DaemonClient) -> Status:
 
 
 def _index_finished(settings: Settings) -> str | None:
-    """The daemon log's last "index finished in …" (what the build's end did with each graph)."""
+    """The daemon log's last "index finished in …" (what the build's end did with the vector lists)."""
     try:
         log = settings.log_path.read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -282,7 +282,7 @@ def bench(size: int, embedder_id: str, runs: int, rounds: int, ranking_only: boo
         steps.append(("int8 codes", settled_rss(), time.perf_counter() - started))
     started = time.perf_counter()
     engine.finish_build(None)
-    steps.append(("BM25 postings sorted, vector graph", settled_rss(), time.perf_counter() - started))
+    steps.append(("BM25 postings sorted, vector lists made", settled_rss(), time.perf_counter() - started))
     gc.freeze()  # as the daemon does after its build; here it also spares this process's memories
     build_s = sum(seconds for _, _, seconds in steps)
     print(
@@ -333,7 +333,7 @@ def bench(size: int, embedder_id: str, runs: int, rounds: int, ranking_only: boo
                 print(
                     f"daemon {start} {time.perf_counter() - started:.1f} s, "
                     f"daemon RSS {rss_mb(status.pid):,.0f} MB, backlog {status.embedding_backlog}"
-                    + "".join(f"\n  {graph}" for graph in status.vector_graphs)
+                    + "".join(f"\n  {lists}" for lists in status.vector_lists)
                     + (f"\n  {finished}" if finished else "")
                 )
                 for question in QUESTIONS:  # warm-up
@@ -359,7 +359,7 @@ def bench(size: int, embedder_id: str, runs: int, rounds: int, ranking_only: boo
         try:
             anyio.run(through_daemon, "start + index build", rounds)
             stop_daemon(settings)
-            anyio.run(through_daemon, "restart (the saved vector graph adopted)", 1)
+            anyio.run(through_daemon, "restart (the saved vector lists adopted)", 1)
         finally:
             stop_daemon(settings)
 

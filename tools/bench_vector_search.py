@@ -1,38 +1,28 @@
-"""The vector search at scale: the HNSW graph the index builds against an inverted file (IVF).
+"""The vector search at scale: the index's inverted lists against the exact search.
 
-Past 20,000 rows the vector index searches through an HNSW graph (:mod:`mnemo.index.vectors`). At
-a million memories that graph is ~0.65 GB of the daemon's RSS (its own copy of the int8 codes, and
-its links) and most of a first start (docs/benchmarks.md#memory-at-a-million). The lever the docs
-name instead is an inverted file over the codes themselves: k-means centroids, each row in the
-list of its nearest centroid, a question's ``nprobe`` nearest lists scanned exactly. It is not in
-the index; this tool measures it, as a prototype written here, beside the index's own graph, on the
-same vectors:
-
-- the graph: :class:`~mnemo.index.vectors.VectorIndex` loaded in bulk and settled (built), searched
-  through its own ``search``;
-- the inverted file: ``--lists`` centroids (default 2·√rows) trained by 8 rounds of k-means on a
-  sample of 40 rows a centroid, every row assigned to its nearest by usearch's exact int8 kernel,
-  a search gathering its lists' codes and scanning them exactly.
+Past 20,000 rows the vector index searches through an inverted file (:mod:`mnemo.index.inverted`):
+k-means centroids, each row in the list of its nearest, a question's ``probes`` nearest lists read
+exactly. It replaced an HNSW graph that, at a million memories, held 0.8 GB of its own (a copy of
+the int8 codes, and its links), took most of a first start to build, and found 0.58 of the exact
+top 100 on these vectors (the graph's figures in docs/benchmarks.md, measured by this tool before
+the change). This tool loads :class:`~mnemo.index.vectors.VectorIndex` in bulk, settles it (the
+lists made) and searches it through its own ``search``, for each ``--probes``.
 
 Vectors are bench_recall's (its 2,000 template instances embedded by ``--embedder``, a memory each
 instance plus Gaussian noise), at the dimensions the daemon keeps. Two sets of queries: its
 questions (and each joined to the next), embedded as questions; and 100 memories' own vectors
-(what the writer's judge asks: the neighbours of a memory). Printed per size and method: the build
-(seconds), the structure's own bytes (usearch's count for the graph; centroids and lists for the
-inverted file: the codes themselves are the index's either way), recall@100 against the exact
-search (the engine asks each source for 100 candidates) and the latency p50 / p95, all in this
-process, one search at a time.
+(what the writer's judge asks: the neighbours of a memory). Printed per size and probes: the
+lists' making (seconds), their own bytes (centroids, each row's list, each list's rows: the codes
+themselves are the index's either way), recall@100 against the exact search (the engine asks each
+source for 100 candidates) and the latency p50 / p95, all in this process, one search at a time.
 
     python tools/bench_vector_search.py --sizes 100000 1000000 --embedder embeddinggemma-300m-int8 \
-        [--expansions 256 1024] [--methods graph inverted] [--lists N]
-
-``--expansions``: the graph searched again, wider (the index's ``search_expansion``: how many
-candidates a graph search keeps while it walks; the index uses usearch's default, 64).
+        [--probes 8 16 32 64]
 
 A caveat the figures carry: each memory here is one of 2,000 instances plus noise, so the rows fall
 in 2,000 tight clusters, which favours an inverted file more than real memories would; and the
 exact top 100 holds near-ties among a cluster's copies, which any approximate search misses some
-of. What compares is the two methods on the same vectors.
+of.
 """
 
 from __future__ import annotations
@@ -56,55 +46,12 @@ from bench_recall import QUESTIONS, percentiles, synthetic
 from mnemo.config import load_settings
 from mnemo.embed import load_embedder
 from mnemo.index.codes import quantise
+from mnemo.index.inverted import PROBES
 from mnemo.index.vectors import VectorIndex
 
 K = 100
-KMEANS_ROUNDS = 8
-SAMPLE_PER_LIST = 40
-NPROBES = (8, 16, 32, 64)
-ASSIGN_CHUNK = 20_000
 
 Search = Callable[[npt.NDArray[np.float32]], npt.NDArray[np.int64]]
-
-
-class InvertedFile:
-    """The prototype: centroids over int8 codes, and each list's rows contiguous in one order."""
-
-    def __init__(self, codes: npt.NDArray[np.int8], lists: int, seed: int = 0) -> None:
-        rng = np.random.default_rng(seed)
-        sample = codes[rng.choice(len(codes), min(len(codes), SAMPLE_PER_LIST * lists), replace=False)]
-        sample = sample.astype(np.float32)
-        centroids = sample[rng.choice(len(sample), lists, replace=False)].copy()
-        for _ in range(KMEANS_ROUNDS):
-            unit = centroids / np.maximum(np.linalg.norm(centroids, axis=1, keepdims=True), 1e-9)
-            nearest = np.argmax(sample @ unit.T, axis=1)
-            for c in range(lists):
-                members = nearest == c
-                if members.any():
-                    centroids[c] = sample[members].mean(axis=0)
-        self.centroids = quantise(centroids)
-        assigned = np.concatenate(  # in chunks: usearch's exact search holds a row a query
-            [
-                search(
-                    self.centroids, codes[i : i + ASSIGN_CHUNK], 1, MetricKind.Cos, exact=True
-                ).keys.reshape(-1)
-                for i in range(0, len(codes), ASSIGN_CHUNK)
-            ]
-        )
-        self.order = np.argsort(assigned, kind="stable").astype(np.int64)
-        self.bounds = np.searchsorted(assigned[self.order], np.arange(lists + 1))
-        self.codes = codes
-
-    @property
-    def nbytes(self) -> int:
-        return int(self.centroids.nbytes + self.order.nbytes + self.bounds.nbytes)
-
-    def search(self, query: npt.NDArray[np.float32], count: int, nprobe: int) -> npt.NDArray[np.int64]:
-        code = quantise(query.reshape(1, -1))[0]
-        near = search(self.centroids, code, nprobe, MetricKind.Cos, exact=True).keys.astype(np.int64)
-        rows = np.concatenate([self.order[self.bounds[c] : self.bounds[c + 1]] for c in near.tolist()])
-        found = search(self.codes[rows], code, min(count, len(rows)), MetricKind.Cos, exact=True)
-        return rows[found.keys.astype(np.int64)]
 
 
 def measure(find: Search, queries: dict[str, Any], truth: dict[str, Any]) -> str:
@@ -123,28 +70,7 @@ def measure(find: Search, queries: dict[str, Any], truth: dict[str, Any]) -> str
     return f"{' | '.join(cells)} | {p50:.2f} / {p95:.2f} ms |"
 
 
-def graph_rows(
-    vectors: npt.NDArray[np.float32],
-    namespaces: list[str],
-    queries: dict[str, Any],
-    truth: dict[str, Any],
-    expansions: list[int],
-) -> None:
-    """The index's own graph: loaded in bulk, settled (built), searched through ``search`` as the
-    index does, then searched wider (``search_expansion``) for each of ``expansions``."""
-    index = VectorIndex(vectors.shape[1])
-    index.put(np.arange(len(vectors), dtype=np.int64), vectors, namespaces, bulk=True)
-    started = time.perf_counter()
-    index.settle_graph(None)
-    built = time.perf_counter() - started
-    for expansion in [None, *expansions]:
-        index.search_expansion = expansion
-        row = measure(lambda q: index.search(q, K)[0], queries, truth)
-        label = "HNSW graph" + (f", expansion {expansion}" if expansion else "")
-        print(f"| {label} | {built:.1f} s | {index.graph_bytes / 1e6:,.0f} MB | {row}", flush=True)
-
-
-def bench(size: int, embedder_id: str, lists: int | None, expansions: list[int], methods: list[str]) -> None:
+def bench(size: int, embedder_id: str, probes: list[int]) -> None:
     embedder = load_embedder(load_settings({**os.environ, "MNEMO_EMBEDDER": embedder_id}))
     if embedder is None:
         raise SystemExit(f"no embedder {embedder_id!r}: see docs/models.md")
@@ -167,41 +93,28 @@ def bench(size: int, embedder_id: str, lists: int | None, expansions: list[int],
         for label, matrix in queries.items()
     }
     print(f"\n== {size:,} rows, {codes.shape[1]} dimensions ({embedder.model_id})", flush=True)
-    print("| method | build | own bytes | recall@100: questions | memories | latency p50 / p95 |")
+    print("| probes | lists made | own bytes | recall@100: questions | memories | latency p50 / p95 |")
     print("|---|---|---|---|---|---|")
-
-    if "graph" in methods:
-        graph_rows(vectors, namespaces, queries, truth, expansions)
+    index = VectorIndex(vectors.shape[1])
+    index.put(np.arange(len(vectors), dtype=np.int64), vectors, namespaces, bulk=True)
     del vectors
-    if "inverted" not in methods:
-        return
-    count = lists or int(2 * np.sqrt(size))
     started = time.perf_counter()
-    inverted = InvertedFile(codes, count)
-    built = time.perf_counter() - started
-    sizes = np.diff(inverted.bounds)
-    for nprobe in NPROBES:
-        row = measure(lambda q, n=nprobe: inverted.search(q, K, n), queries, truth)
-        label = f"inverted file, {count:,} lists (median {np.median(sizes):.0f} rows), nprobe {nprobe}"
-        print(f"| {label} | {built:.1f} s | {inverted.nbytes / 1e6:,.1f} MB | {row}", flush=True)
+    made = index.settle_lists(None)
+    took = time.perf_counter() - started
+    for count in probes:
+        index.probes = count
+        row = measure(lambda q: index.search(q, K)[0], queries, truth)
+        print(f"| {count} | {took:.1f} s ({made}) | {index.lists_bytes / 1e6:,.1f} MB | {row}", flush=True)
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[100_000])
     p.add_argument("--embedder", default="embeddinggemma-300m-int8")
-    p.add_argument("--lists", type=int, help="the inverted file's centroids (default: 2·√rows)")
-    p.add_argument(
-        "--expansions",
-        type=int,
-        nargs="*",
-        default=[],
-        help="the graph searched again with each of these search expansions (usearch's default: 64)",
-    )
-    p.add_argument("--methods", nargs="+", choices=["graph", "inverted"], default=["graph", "inverted"])
+    p.add_argument("--probes", type=int, nargs="+", default=[8, 16, PROBES], help="lists read per search")
     args = p.parse_args()
     for size in args.sizes:
-        bench(size, args.embedder, args.lists, args.expansions, args.methods)
+        bench(size, args.embedder, args.probes)
 
 
 if __name__ == "__main__":

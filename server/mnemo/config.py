@@ -7,7 +7,7 @@ Layout when ``MNEMO_HOME`` is set (tests, several installs side by side)::
 
     $MNEMO_HOME/config.toml      settings
     $MNEMO_HOME/store/           embedded chDB data (when the store is the default chdb:// DSN)
-    $MNEMO_HOME/index/           the search indexes' vector graphs, saved between daemon runs
+    $MNEMO_HOME/index/           the search indexes' inverted vector lists, saved between daemon runs
     $MNEMO_HOME/run/             0700: the daemon's unix socket, pid and lock files
     $MNEMO_HOME/logs/            daemon.log
 
@@ -231,7 +231,7 @@ class Settings(BaseModel):
     config_file: Path = Field(default=Path(), exclude=True)
     run_dir: Path = Field(default=Path(), exclude=True)
     log_dir: Path = Field(default=Path(), exclude=True)
-    # None: vector graphs are not saved (settings made without load_settings).
+    # None: vector lists are not saved (settings made without load_settings).
     index_dir: Path | None = Field(default=None, exclude=True)
 
     @property

@@ -207,8 +207,8 @@ def test_cli_recall_explain_shows_each_component_of_each_score(home: Home) -> No
     assert set(as_json["memories"][0]["explain"]) >= {"vector", "lexical", "entity"}
 
 
-def test_a_restarted_daemon_adopts_the_vector_graph_it_saved_and_finds_what_changed(home: Home) -> None:
-    # Past the size where vector search goes through a graph; vectors written straight into the
+def test_a_restarted_daemon_adopts_the_vector_lists_it_saved_and_finds_what_changed(home: Home) -> None:
+    # Past the size where vector search goes through inverted lists; vectors written straight into the
     # store (random, under the installed model's id) spare embedding 20,000 texts.
     embedder = load_embedder(home.settings)
     assert embedder is not None
@@ -232,23 +232,23 @@ def test_a_restarted_daemon_adopts_the_vector_graph_it_saved_and_finds_what_chan
             await wait_for_vectors(client)
             found = [await client.recall(RecallRequest(query=q, limit=10)) for q in questions]
             firsts = [f.memories[0].memory.id if f.memories else None for f in found]  # none: no answer
-            return (await client.status()).vector_graphs, firsts
+            return (await client.status()).vector_lists, firsts
 
-    graphs, first = anyio.run(life)
-    assert graphs[0] == f"memories: graph built over {count:,} rows; saved"
+    lists, first = anyio.run(life)
+    assert lists[0] == f"memories: 286 lists made over {count:,} rows; saved"
     assert first[2] == "m00007"
     home.mnemo("daemon", "stop")
 
     # While the daemon is down, a memory gets the first question's vector, and a new one, first
     # in the store's order (every row after it moves), the second's. The next start keeps the
-    # saved graph under the new rows, drops the changed node, adds both.
+    # saved lists under the new rows, drops the changed row, sorts in both.
     store = open_store(home.settings.store)
     try:
         store.put_memories([make_memory("a0001", "a new note", at)])
         store.put_embeddings(embedder.model_id, [("m00042", 0), ("a0001", 0)], asked[:2])
     finally:
         store.close()
-    graphs, second = anyio.run(life)
-    assert graphs[0] == f"memories: saved graph adopted: {count - 1:,} rows kept, 1 dropped, 2 added"
+    lists, second = anyio.run(life)
+    assert lists[0] == f"memories: saved lists adopted: {count - 1:,} rows kept, 1 dropped, 2 added"
     assert second == ["m00042", "a0001", "m00007"]
-    assert f"memories: saved graph adopted: {count - 1:,} rows kept" in home.mnemo("status").stdout
+    assert f"memories: saved lists adopted: {count - 1:,} rows kept" in home.mnemo("status").stdout

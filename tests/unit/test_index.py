@@ -23,7 +23,7 @@ from mnemo.index.engine import SearchIndex
 from mnemo.index.entities import EntityMatcher
 from mnemo.index.lexical import K1, B, LexicalIndex
 from mnemo.index.query import Asked, analyse
-from mnemo.index.snapshot import GraphSnapshot
+from mnemo.index.snapshot import ListsSnapshot
 from mnemo.index.text import Language, query_terms, stem, terms, tokens
 from mnemo.index.vectors import VectorIndex
 from mnemo.index.vocabulary import Vocabulary
@@ -147,12 +147,12 @@ def test_the_vocabulary_gives_each_term_one_id_in_order_of_first_sight() -> None
     assert vocabulary.get("term-12345") == 12_345 and vocabulary.ids_of([]).tolist() == []
 
 
-def test_vector_search_is_exact_when_small_and_respects_the_filter_with_a_graph() -> None:
+def test_vector_search_is_exact_when_small_and_respects_the_filter_through_lists() -> None:
     rng = np.random.default_rng(3)
     vectors = rng.standard_normal((3_000, 32)).astype(np.float32)
     codes = quantise(vectors).astype(np.float32)
     unit = codes / np.linalg.norm(codes, axis=1, keepdims=True)
-    for exact_max_rows in (10_000, 500):  # exact search; then an HNSW graph
+    for exact_max_rows in (10_000, 500):  # exact search; then through inverted lists
         index = VectorIndex(32, exact_max_rows=exact_max_rows)
         index.put(np.arange(3_000), vectors, [f"g{i % 8}" for i in range(3_000)])  # 8: merged to scan
         query = vectors[42] + 0.05 * rng.standard_normal(32).astype(np.float32)
@@ -160,10 +160,11 @@ def test_vector_search_is_exact_when_small_and_respects_the_filter_with_a_graph(
         q = quantise(query.reshape(1, -1))[0].astype(np.float32)
         truth = np.argsort(-(unit @ (q / np.linalg.norm(q))), kind="stable")[:10]
         assert rows[0] == 42 == truth[0]
-        assert len(set(rows.tolist()) & set(truth.tolist())) >= (10 if exact_max_rows > 3_000 else 8)
+        if exact_max_rows > 3_000:  # through lists: the probed lists' best (a test below), not all
+            assert set(rows.tolist()) == set(truth.tolist())
         assert np.all(np.diff(cosines) <= 1e-6)
         allowed = np.zeros(3_000, dtype=bool)
-        allowed[::3] = True  # a third of the rows: over-fetch through the graph, then filter
+        allowed[::3] = True  # a third of the rows: three times the lists read, then filtered
         rows, _ = index.search(query, 10, allowed)
         assert len(rows) == 10 and all(r % 3 == 0 for r in rows)
         allowed[:] = False
@@ -184,7 +185,7 @@ def test_vector_search_narrowed_to_groups_scans_them_exactly() -> None:
     query = rng.standard_normal(24).astype(np.float32)
     q = quantise(query.reshape(1, -1))[0].astype(np.float32)
     similarity = unit @ (q / np.linalg.norm(q))
-    index = VectorIndex(24, exact_max_rows=1_200)  # a graph over everything; groups of 500
+    index = VectorIndex(24, exact_max_rows=1_200)  # lists over everything; groups of 500
     index.put(np.arange(2_000), vectors[:2_000], groups[:2_000])
     index.put(np.arange(2_000, 4_000), vectors[2_000:], groups[2_000:])  # groups grow
     row = np.arange(4_000)
@@ -410,11 +411,11 @@ def test_a_turn_next_to_a_matching_turn_outranks_a_lone_look_alike() -> None:
     assert "alone" not in [r.key for r in ranked] and "later" not in [r.key for r in ranked]
 
 
-def test_vectors_put_twice_or_changed_keep_one_entry_per_row_in_the_graph() -> None:
+def test_vectors_put_twice_or_changed_keep_one_entry_per_row_in_the_lists() -> None:
     rng = np.random.default_rng(5)
     index = VectorIndex(16, exact_max_rows=100)
     vectors = rng.standard_normal((300, 16)).astype(np.float32)
-    index.put(np.arange(300), vectors, ["g"] * 300)  # past 100 rows: a graph
+    index.put(np.arange(300), vectors, ["g"] * 300)  # past 100 rows: lists
     index.put(np.asarray([7, 7]), vectors[[1, 2]], ["g", "g"])  # the same row twice; a changed vector
     rows, cosines = index.search(vectors[1], 3)
     assert set(rows[:2].tolist()) == {1, 7} and cosines[1] > 0.99  # row 7 now holds vector 1
@@ -424,12 +425,12 @@ def test_vectors_put_twice_or_changed_keep_one_entry_per_row_in_the_graph() -> N
 def _bulk_loaded(keys: list[str], vectors: np.ndarray) -> VectorIndex:
     index = VectorIndex(16, exact_max_rows=100)
     index.put(np.arange(len(keys)), vectors, [f"g{i % 3}" for i in range(len(keys))], bulk=True)
-    assert not index.has_graph and index.graph_bytes == 0  # a bulk load leaves the graph to settle_graph
+    assert not index.has_lists and index.lists_bytes == 0  # a bulk load leaves the lists to settle_lists
     return index
 
 
 def _each_row_finds_itself_first(index: VectorIndex, vectors: np.ndarray) -> bool:
-    # Through the graph: a node labelled with the wrong row would be found for another row's vector.
+    # Through the lists: a row filed under another's number would be found for another's vector.
     return all(index.search(vectors[row], 1)[0].tolist() == [row] for row in range(len(vectors)))
 
 
@@ -442,43 +443,65 @@ def test_a_bulk_load_in_pages_gives_back_its_spare_rows_once_settled() -> None:
         rows = np.arange(start, min(start + 70, 1_000))
         index.put(rows, vectors[rows], [f"g{i % 3}" for i in rows.tolist()], bulk=True)
     assert sum(len(g.rows) - g.size for g in index._groups) > 0  # growth left spare rows
-    index.settle_graph(None)
-    assert index.graph_bytes >= 1_000 * 16  # its own copy of the codes, at least
+    assert index.settle_lists(None) == "63 lists made over 1,000 rows"
+    assert 0 < index.lists_bytes < 1_000 * 16  # less than the codes: the lists hold row numbers
     assert all(len(g.codes) == len(g.rows) == g.size for g in index._groups)
     assert _each_row_finds_itself_first(index, vectors[:1_000])
     index.put(np.asarray([1_000]), vectors[[1_000]], ["g0"])  # a trimmed group still grows
     assert index.search(vectors[1_000], 1)[0].tolist() == [1_000]
 
 
-def test_the_search_expansion_reaches_every_graph_built_or_adopted(tmp_path: Path) -> None:
+def test_a_search_through_lists_reads_the_probed_lists_and_more_when_filtered() -> None:
+    """An unfiltered search finds exactly the best rows of the ``probes`` lists nearest to the
+    question; a filter that leaves few of those rows makes it read more lists, not return less."""
     rng = np.random.default_rng(12)
-    keys = [f"k{i}" for i in range(400)]
-    vectors = rng.standard_normal((400, 16)).astype(np.float32)
-    built = _bulk_loaded(keys, vectors)
-    built.search_expansion = 300  # before the graph exists
-    built.settle_graph(None)
-    assert built._graph is not None and built._graph.expansion_search == 300
-    built.search_expansion = None  # on the graph it has: usearch's default again
-    assert built._graph.expansion_search == 64
-    snapshot = GraphSnapshot(tmp_path / "index", "memories", "model-a")
-    snapshot.write(built, keys)
-    adopted = _bulk_loaded(keys, vectors)
-    adopted.search_expansion = 500
-    saved = snapshot.read({k: row for row, k in enumerate(keys)}, 16)
-    assert saved is not None and adopted.settle_graph(saved).startswith("saved graph adopted")
-    assert adopted._graph is not None and adopted._graph.expansion_search == 500
-    assert _each_row_finds_itself_first(adopted, vectors)
+    vectors = rng.standard_normal((2_000, 16)).astype(np.float32)
+    index = VectorIndex(16, exact_max_rows=100)
+    index.put(np.arange(2_000), vectors, ["g"] * 2_000)
+    index.probes = 2
+    lists = index._lists
+    assert lists is not None and lists.count == 89
+    query = rng.standard_normal(16).astype(np.float32)
+    code = quantise(query.reshape(1, -1))[0]
+    centroid_cosines = _unit(lists.centroids) @ _unit(code[None])[0]
+    probed = np.argsort(-centroid_cosines)[:2]
+    inside = np.flatnonzero(np.isin(lists.lists_of(np.arange(2_000)), probed))
+    cosines_inside = _unit(quantise(vectors[inside])) @ _unit(code[None])[0]
+    rows, _ = index.search(query, 5)
+    assert set(rows.tolist()) == set(inside[np.argsort(-cosines_inside)[:5]].tolist())
+    allowed = np.zeros(2_000, dtype=bool)
+    allowed[np.setdiff1d(np.arange(0, 2_000, 2), inside)] = True  # none of the probed lists' rows
+    rows, _ = index.search(query, 5, allowed)
+    assert len(rows) == 5 and allowed[rows].all()
 
 
-def test_a_saved_graph_is_adopted_by_key_keeping_only_nodes_whose_codes_did_not_change(
+def test_lists_are_made_anew_once_the_rows_outgrow_what_they_were_trained_on() -> None:
+    rng = np.random.default_rng(13)
+    vectors = rng.standard_normal((2_100, 16)).astype(np.float32)
+    index = VectorIndex(16, exact_max_rows=100)
+    index.put(np.arange(101), vectors[:101], ["g"] * 101)  # just past the exact size: lists
+    assert index._lists is not None and (index._lists.count, index._lists.trained_rows) == (20, 101)
+    index.put(np.arange(101, 404), vectors[101:404], ["g"] * 303)  # four times: still the same
+    assert index._lists.count == 20
+    index.put(np.arange(404, 2_100), vectors[404:], ["g"] * 1_696)
+    assert (index._lists.count, index._lists.trained_rows) == (91, 2_100)
+    assert _each_row_finds_itself_first(index, vectors)
+
+
+def _unit(codes: np.ndarray) -> np.ndarray:
+    floats = codes.astype(np.float32)
+    return floats / np.linalg.norm(floats, axis=1, keepdims=True)
+
+
+def test_saved_lists_are_adopted_by_key_keeping_only_rows_whose_codes_did_not_change(
     tmp_path: Path,
 ) -> None:
     rng = np.random.default_rng(8)
     keys = [f"k{i}" for i in range(400)]
     vectors = rng.standard_normal((400, 16)).astype(np.float32)
     first = _bulk_loaded(keys, vectors)
-    assert first.settle_graph(None) == "graph built over 400 rows"
-    snapshot = GraphSnapshot(tmp_path / "index", "memories", "model-a")
+    assert first.settle_lists(None) == "40 lists made over 400 rows"
+    snapshot = ListsSnapshot(tmp_path / "index", "memories", "model-a")
     assert snapshot.write(first, keys) == 400
     assert (tmp_path / "index").stat().st_mode & 0o777 == 0o700
 
@@ -492,38 +515,38 @@ def test_a_saved_graph_is_adopted_by_key_keeping_only_nodes_whose_codes_did_not_
     later = _bulk_loaded(later_keys, later_vectors)
     saved = snapshot.read({k: row for row, k in enumerate(later_keys)}, 16)
     assert saved is not None
-    assert later.settle_graph(saved) == "saved graph adopted: 395 rows kept, 5 dropped, 4 added"
-    assert later.has_graph and _each_row_finds_itself_first(later, later_vectors)
+    assert later.settle_lists(saved) == "saved lists adopted: 395 rows kept, 5 dropped, 4 added"
+    assert later.has_lists and _each_row_finds_itself_first(later, later_vectors)
 
-    # Made with another model, or not the bytes that were saved: not read, and a graph is built.
-    assert GraphSnapshot(tmp_path / "index", "memories", "model-b").read({}, 16) is None
-    graph_file = tmp_path / "index" / "memories.usearch"
-    data = bytearray(graph_file.read_bytes())
+    # Made with another model, or not the bytes that were saved: not read, and lists are made.
+    assert ListsSnapshot(tmp_path / "index", "memories", "model-b").read({}, 16) is None
+    lists_file = tmp_path / "index" / "memories.lists.npz"
+    data = bytearray(lists_file.read_bytes())
     data[len(data) // 2] ^= 0xFF
-    graph_file.write_bytes(bytes(data))
+    lists_file.write_bytes(bytes(data))
     assert snapshot.read({k: row for row, k in enumerate(later_keys)}, 16) is None
     rebuilt = _bulk_loaded(later_keys, later_vectors)
-    assert rebuilt.settle_graph(None) == "graph built over 399 rows"
+    assert rebuilt.settle_lists(None) == "39 lists made over 399 rows"
     assert _each_row_finds_itself_first(rebuilt, later_vectors)
 
 
-def test_a_saved_graph_mostly_stale_is_rebuilt_not_patched(tmp_path: Path) -> None:
+def test_saved_lists_mostly_stale_are_made_anew_not_patched(tmp_path: Path) -> None:
     rng = np.random.default_rng(9)
     keys = [f"k{i}" for i in range(300)]
     vectors = rng.standard_normal((300, 16)).astype(np.float32)
     first = _bulk_loaded(keys, vectors)
-    first.settle_graph(None)
-    snapshot = GraphSnapshot(tmp_path, "passages", "model-a")
+    first.settle_lists(None)
+    snapshot = ListsSnapshot(tmp_path, "passages", "model-a")
     snapshot.write(first, keys)
     changed = vectors.copy()
-    changed[:100] = rng.standard_normal((100, 16))  # a third of the nodes: tombstones would pile up
+    changed[:100] = rng.standard_normal((100, 16))  # a third of the rows: centroids of what is gone
     later = _bulk_loaded(keys, changed)
     saved = snapshot.read({k: row for row, k in enumerate(keys)}, 16)
-    assert later.settle_graph(saved) == "graph built over 300 rows"
+    assert later.settle_lists(saved) == "34 lists made over 300 rows"
     assert _each_row_finds_itself_first(later, changed)
 
 
-def test_a_graph_is_saved_again_only_once_a_tenth_of_it_changed(tmp_path: Path) -> None:
+def test_lists_are_saved_again_only_once_a_tenth_of_their_rows_changed(tmp_path: Path) -> None:
     rng = np.random.default_rng(11)
     now = datetime(2026, 11, 30, tzinfo=UTC)
 
@@ -534,39 +557,39 @@ def test_a_graph_is_saved_again_only_once_a_tenth_of_it_changed(tmp_path: Path) 
         ]
 
     index = SearchIndex(engine_module.Weights())
-    first = [f"k{i}" for i in range(20_100)]  # past the size where search goes through a graph
+    first = [f"k{i}" for i in range(20_100)]  # past the size where search goes through lists
     index.add(documents(first), bulk=True)
     index.put_vectors(first, rng.standard_normal((len(first), 8)).astype(np.float32), bulk=True)
-    snapshot = GraphSnapshot(tmp_path, "memories", "model-a")
-    assert index.finish_bulk(snapshot) == "graph built over 20,100 rows; saved"
+    snapshot = ListsSnapshot(tmp_path, "memories", "model-a")
+    assert index.finish_bulk(snapshot) == "283 lists made over 20,100 rows; saved"
     saved_at = (tmp_path / "memories.json").stat().st_mtime_ns
     more = [f"n{i}" for i in range(2_000)]  # written while the daemon runs: under a tenth
     index.add(documents(more))
     index.put_vectors(more, rng.standard_normal((len(more), 8)).astype(np.float32))
-    assert index.save_graph(snapshot) == 0 and (tmp_path / "memories.json").stat().st_mtime_ns == saved_at
+    assert index.save_lists(snapshot) == 0 and (tmp_path / "memories.json").stat().st_mtime_ns == saved_at
     last = [f"m{i}" for i in range(500)]  # now past a tenth of the index
     index.add(documents(last))
     index.put_vectors(last, rng.standard_normal((len(last), 8)).astype(np.float32))
-    assert index.save_graph(snapshot) == 22_600
-    assert index.save_graph(snapshot) == 0  # nothing changed since
+    assert index.save_lists(snapshot) == 22_600
+    assert index.save_lists(snapshot) == 0  # nothing changed since
 
 
-def test_two_saved_nodes_naming_one_key_give_it_one_node(tmp_path: Path) -> None:
+def test_two_saved_rows_naming_one_key_give_it_one_entry(tmp_path: Path) -> None:
     # A document re-added with the same text leaves its retired row's vector behind: were both
-    # nodes to take the key's row, the graph would hold it twice.
+    # saved rows to take the key's row, its list would hold it twice.
     rng = np.random.default_rng(10)
     keys = [f"k{i}" for i in range(200)]
     vectors = rng.standard_normal((200, 16)).astype(np.float32)
     vectors[5] = vectors[6]
     first = _bulk_loaded(keys, vectors)
-    first.settle_graph(None)
-    snapshot = GraphSnapshot(tmp_path, "memories", "model-a")
+    first.settle_lists(None)
+    snapshot = ListsSnapshot(tmp_path, "memories", "model-a")
     snapshot.write(first, [*keys[:5], "k6", *keys[6:]])
     later_keys = [k for k in keys if k != "k5"]
     later_vectors = np.delete(vectors, 5, axis=0)
     later = _bulk_loaded(later_keys, later_vectors)
     saved = snapshot.read({k: row for row, k in enumerate(later_keys)}, 16)
-    assert later.settle_graph(saved) == "saved graph adopted: 199 rows kept, 1 dropped, 0 added"
+    assert later.settle_lists(saved) == "saved lists adopted: 199 rows kept, 1 dropped, 0 added"
     rows, _ = later.search(later_vectors[5], 3)
     assert rows[0] == 5 and len(set(rows.tolist())) == 3
 

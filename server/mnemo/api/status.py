@@ -102,9 +102,9 @@ class Status(BaseModel):
     index_build_s: float | None = Field(
         default=None, description="How long the start-up index build took (None while it runs)."
     )
-    vector_graphs: list[str] = Field(
+    vector_lists: list[str] = Field(
         default_factory=list,
-        description="Each index's vector graph at the build (adopted from the last run, built, saved).",
+        description="Each index's vector lists at the build (adopted from the last run, made, saved).",
     )
     embedding_backlog: int = Field(description="Memories and episode passages still waiting for a vector.")
     store_follow: StoreFollow | None = Field(

@@ -45,9 +45,9 @@ def cmd_status(args: argparse.Namespace, context: Context) -> int:
     built_s = status["index_build_s"]
     index = "building" if built_s is None else f"built in {built_s:,.1f} s"
     write(f"index      {index}, {status['embedding_backlog']:,} waiting for vectors")
-    for graph in status["vector_graphs"]:  # at the build; an index too small for a graph says nothing
-        if not graph.endswith(("no vectors", "no graph needed")):
-            write(f"           {graph}")
+    for lists in status["vector_lists"]:  # at the build; an index too small for lists says nothing
+        if not lists.endswith(("no vectors", "no lists needed")):
+            write(f"           {lists}")
     follow = status.get("store_follow")
     if follow is not None:
         if follow["last_error"]:

@@ -1,5 +1,5 @@
 """The daemon's search index: built from the store at start, kept current, its vectors made in
-the background, its graphs saved at exit.
+the background, its vector lists saved at exit.
 
 The build reads the store a page at a time, each page with the store to itself and indexed
 without it, so that appends and remembers arriving during a long build are stored at once. Once
@@ -59,7 +59,7 @@ class Indexing:
         self._settings = settings
         self._built = anyio.Event()
         self.build_s: float | None = None
-        self.vector_graphs: list[str] = []
+        self.vector_lists: list[str] = []
         self._embedder_limiter = anyio.CapacityLimiter(1)
         self._backlog_added = anyio.Event()
         self._last_question = 0.0
@@ -126,7 +126,7 @@ class Indexing:
         finishing = time.monotonic()
         graphs = await anyio.to_thread.run_sync(engine.finish_build, self._settings.index_dir)
         logger.info("index finished in %.1f s: %s", time.monotonic() - finishing, "; ".join(graphs))
-        self.vector_graphs = graphs
+        self.vector_lists = graphs
         # The index's objects live as long as the daemon: keep the cyclic collector from walking
         # them again at every full collection (a pause proportional to the index's size).
         gc.collect()
@@ -144,17 +144,17 @@ class Indexing:
         )
 
     async def save(self) -> None:
-        """At exit: save the vector graphs that changed much since the start (never raises)."""
+        """At exit: save the vector lists that changed much since the start (never raises)."""
         if not self._built.is_set():
             return
         started = time.monotonic()
         try:
-            saved = await anyio.to_thread.run_sync(self.engine.save_graphs, self._settings.index_dir)
+            saved = await anyio.to_thread.run_sync(self.engine.save_lists, self._settings.index_dir)
         except Exception:
-            logger.exception("vector graphs not saved")
+            logger.exception("vector lists not saved")
             return
         if saved:
-            logger.info("vector graphs saved in %.1f s: %d nodes", time.monotonic() - started, saved)
+            logger.info("vector lists saved in %.1f s: %d rows", time.monotonic() - started, saved)
 
     async def _cut_stored_vectors(self, embedder: Embedder, whole: str) -> None:
         """Give a model that keeps the leading dimensions of another (Matryoshka) the other's

@@ -3,7 +3,7 @@
 Entering opens the store, loads the embedding model, makes the services and starts their loops in
 one task group: the group commit and the journal (:mod:`mnemo.daemon.recording`), the index build
 then the background embedding (:mod:`mnemo.daemon.indexing`), distillation, the hooks' ledger and
-usage audit, the review queue's ageing. Leaving stops them, saves the vector graphs and closes the
+usage audit, the review queue's ageing. Leaving stops them, saves the vector lists and closes the
 store. The HTTP server (:mod:`mnemo.daemon.server`) and the tests start daemons this same way.
 """
 
@@ -202,7 +202,7 @@ class Daemon:
             embedder_degraded=self.embedder_degraded,
             index_ready=self.index.is_built,
             index_build_s=self.index.build_s,
-            vector_graphs=self.index.vector_graphs,
+            vector_lists=self.index.vector_lists,
             embedding_backlog=self.index.backlog,
             store_follow=None
             if behind is None

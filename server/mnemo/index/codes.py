@@ -1,16 +1,20 @@
-"""int8 codes of unit vectors: how the vector index stores them, and fingerprints of them.
+"""int8 codes of unit vectors: how the vector index stores them, searches them exactly, and
+fingerprints them.
 
 A code is ``round(127·v)`` of an L2-normalised vector: a quarter of float32's RAM, and cosines
 between codes stay close to those between the vectors. A :class:`CodeGroup` holds one group's
-codes contiguously, so a search of the group reads them in place.
+codes contiguously, so a search of the group reads them in place. Exact search goes through
+usearch's brute-force int8 kernel (SIMD inner products), which this module alone calls.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
+from usearch.index import MetricKind, search  # type: ignore[attr-defined]
 
 _SCALE = 127.0
+_CHUNK_ROWS = 16_384  # queries searched at once by ``nearest``: usearch holds a result row each
 
 
 def quantise(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.int8]:
@@ -19,6 +23,28 @@ def quantise(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.int8]:
     unit = vectors / np.maximum(norms, 1e-12)
     codes: npt.NDArray[np.int8] = np.clip(np.rint(unit * _SCALE), -127, 127).astype(np.int8)
     return codes
+
+
+def best(
+    codes: npt.NDArray[np.int8], code: npt.NDArray[np.int8], count: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    """The positions in ``codes`` of the ``count`` nearest to ``code`` (cosine, exact), best
+    first, and their cosines."""
+    count = min(count, len(codes))
+    if count <= 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+    found = search(codes, code, count, MetricKind.Cos, exact=True)
+    return found.keys.astype(np.int64), (1.0 - found.distances).astype(np.float32)
+
+
+def nearest(targets: npt.NDArray[np.int8], codes: npt.NDArray[np.int8]) -> npt.NDArray[np.int32]:
+    """The position in ``targets`` of the nearest to each of ``codes`` (cosine, exact)."""
+    out = np.empty(len(codes), dtype=np.int32)
+    for start in range(0, len(codes), _CHUNK_ROWS):
+        chunk = codes[start : start + _CHUNK_ROWS]
+        found = search(targets, chunk, 1, MetricKind.Cos, exact=True)
+        out[start : start + len(chunk)] = np.asarray(found.keys).reshape(-1)
+    return out
 
 
 def fingerprints(codes: npt.NDArray[np.int8]) -> npt.NDArray[np.uint64]:

@@ -29,7 +29,7 @@ from mnemo.index.documents import (
 from mnemo.index.lexical import LexicalIndex
 from mnemo.index.ranking import Weights, rank
 from mnemo.index.rows import RowTable
-from mnemo.index.snapshot import GraphSnapshot
+from mnemo.index.snapshot import ListsSnapshot
 from mnemo.index.text import terms as text_terms
 from mnemo.index.vectors import VectorIndex
 
@@ -37,7 +37,7 @@ from mnemo.index.vectors import VectorIndex
 # scored: enough that no source's good answers are cut before ranking, few enough that ranking
 # stays a small part of a search (tools/eval_locomo.py measures both).
 _CANDIDATES_PER_SOURCE = 100
-_RESAVE_SHARE = 0.1  # see SearchIndex.save_graph
+_RESAVE_SHARE = 0.1  # see SearchIndex.save_lists
 # From this many rows, the vector search (usearch releases the GIL) runs on a second thread while
 # BM25 finds its candidates: below it, handing the search to a thread costs more than the overlap
 # saves. A question still being embedded (a pending vector) always goes there: the thread embeds
@@ -116,31 +116,32 @@ class SearchIndex:
             namespaces = [self._rows.namespace_of[row] for row, _ in known]
             self._vectors.put(rows, vectors[[i for _, i in known]], namespaces, bulk=bulk)
 
-    def finish_bulk(self, snapshot: GraphSnapshot | None) -> str:
-        """After a bulk load: its words become searchable; the vector graph ``snapshot`` holds is
-        adopted where it fits, else one is built, and saved if it changed much. Says what was
-        done with the graph, for the log."""
+    def finish_bulk(self, snapshot: ListsSnapshot | None) -> str:
+        """After a bulk load: its words become searchable; the vector lists ``snapshot`` holds are
+        adopted where they fit, else new ones are made, and saved if they changed much. Says what
+        was done with the lists, for the log."""
         with self._lock:
             self._lexical.finish_bulk()
             vectors = self._vectors
             if vectors is None:
                 return "no vectors"
             saved = None
-            if snapshot is not None and vectors.wants_graph and not vectors.has_graph:
+            if snapshot is not None and vectors.wants_lists and not vectors.has_lists:
                 saved = snapshot.read(self._rows.row_of, vectors.dim)
-            outcome = vectors.settle_graph(saved)
-            if snapshot is not None and self.save_graph(snapshot):
+            outcome = vectors.settle_lists(saved)
+            if snapshot is not None and self.save_lists(snapshot):
                 outcome += "; saved"
             return outcome
 
-    def save_graph(self, snapshot: GraphSnapshot) -> int:
-        """Save the vector graph if more than a tenth of it changed since it was built, adopted or
-        saved (the next start adds fewer changes faster than a save takes); the nodes saved."""
+    def save_lists(self, snapshot: ListsSnapshot) -> int:
+        """Save the vector lists if more than a tenth of their rows changed since they were made,
+        adopted or saved (the next start sorts in fewer changes faster than a save takes); the
+        rows saved."""
         with self._lock:
             vectors = self._vectors
-            if vectors is None or not vectors.has_graph or vectors.unsaved <= _RESAVE_SHARE * vectors.size:
+            if vectors is None or not vectors.has_lists or vectors.unsaved <= _RESAVE_SHARE * vectors.size:
                 return 0
-            # A retired row (its key re-added since) keeps its old vector: its node is not named.
+            # A retired row (its key re-added since) keeps its old vector: it is not named.
             return snapshot.write(vectors, self._rows.live_keys())
 
     def has_key(self, key: str) -> bool:

@@ -41,7 +41,7 @@ from mnemo.index.entities import EntityMatcher, entity_key
 from mnemo.index.query import Analysis, analyse
 from mnemo.index.ranking import Weights
 from mnemo.index.shelf import Shelf
-from mnemo.index.snapshot import GraphSnapshot
+from mnemo.index.snapshot import ListsSnapshot
 from mnemo.index.text import terms as text_terms
 from mnemo.memories import Memory
 
@@ -179,27 +179,27 @@ class RecallEngine:
 
     def finish_build(self, directory: Path | None) -> list[str]:
         """After the start-up load (pages added with ``bulk``, then ``load_vectors``): the words
-        loaded become searchable, and each index adopts its saved vector graph from
-        ``directory`` where it fits, or builds one (and saves it there). What was done with the
-        graphs, per index."""
+        loaded become searchable, and each index adopts its saved vector lists from
+        ``directory`` where they fit, or makes new ones (and saves them there). What was done
+        with the lists, per index."""
         return [f"{name}: {i.finish_bulk(self._snapshot(directory, name))}" for name, i in self._indexes()]
 
-    def save_graphs(self, directory: Path | None) -> int:
-        """Save each index's vector graph that changed much since the last save; nodes written."""
+    def save_lists(self, directory: Path | None) -> int:
+        """Save each index's vector lists that changed much since the last save; rows written."""
         saved = 0
         for name, index in self._indexes():
             snapshot = self._snapshot(directory, name)
             if snapshot is not None:
-                saved += index.save_graph(snapshot)
+                saved += index.save_lists(snapshot)
         return saved
 
     def _indexes(self) -> tuple[tuple[str, SearchIndex], ...]:
         return (("memories", self.memories), ("passages", self.passages))
 
-    def _snapshot(self, directory: Path | None, name: str) -> GraphSnapshot | None:
+    def _snapshot(self, directory: Path | None, name: str) -> ListsSnapshot | None:
         if directory is None or self.embedder is None:
             return None
-        return GraphSnapshot(directory, name, self.embedder.model_id)
+        return ListsSnapshot(directory, name, self.embedder.model_id)
 
     @property
     def backlog(self) -> int:

@@ -1,20 +1,22 @@
-"""A search index's vector graph saved between daemon runs, and read back only if it checks out.
+"""A search index's inverted vector lists saved between daemon runs, read back only if they check out.
 
-Building the HNSW graph is most of a large index's start, and reading one back and checking it is
-a small part of that, so the daemon saves each index's graph after building it and at exit, and
-the next start adopts it (``VectorIndex.settle_graph``).
+Training the lists' centroids and sorting every row into them is most of a large index's start
+after its words, and reading saved lists back and checking them is a small part of that, so the
+daemon saves each index's lists after making them and at exit, and the next start adopts them
+(``VectorIndex.settle_lists``).
 
-Row numbers are the daemon's own and change between runs, so a saved graph names each node by its
-document key, with a fingerprint of the codes it was built from; a node is kept only where its key
-now holds the same codes. Files per index, in the index directory:
+Row numbers are the daemon's own and change between runs, so saved lists name each row by its
+document key, with a fingerprint of its codes; a row keeps its saved list only where its key now
+holds the same codes. Files per index, in the index directory:
 
-    <name>.usearch      the graph (usearch's format)
-    <name>.nodes.npz    each node's label (the row it was) and fingerprint
-    <name>.keys.json    each node's document key, in the same order
-    <name>.json         the manifest: format, model, dimensions, node count, each file's sha256
+    <name>.lists.npz    the centroids, the rows they were trained over, and per row: its
+                        fingerprint and its list
+    <name>.keys.json    each row's document key, in the same order
+    <name>.json         the manifest: format, model, dimensions, row count, each file's sha256
 
 The manifest is removed first and written last, so a save cut short leaves no snapshot, and a
-file that does not match its hash is not read: the graph is then built as if there were none.
+file that does not match its hash is not read: the lists are then made as if there were none.
+(Format 1 saved an HNSW graph, ``<name>.usearch`` and ``<name>.nodes.npz``: a save removes them.)
 The directory is private to the user (0700), as the store's is: keys and codes come from memories.
 """
 
@@ -30,12 +32,13 @@ from typing import Any
 
 import numpy as np
 
-from mnemo.index.vectors import SavedGraph, VectorIndex
+from mnemo.index.vectors import SavedLists, VectorIndex
 
 logger = logging.getLogger(__name__)
 
-FORMAT = 1
-_PARTS = ("usearch", "nodes.npz", "keys.json")
+FORMAT = 2
+_PARTS = ("lists.npz", "keys.json")
+_FORMER_PARTS = ("usearch", "nodes.npz")
 
 
 def _sha256(path: Path) -> str:
@@ -43,8 +46,8 @@ def _sha256(path: Path) -> str:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
-class GraphSnapshot:
-    """The saved graph of one search index (``name``) made with one embedding model."""
+class ListsSnapshot:
+    """The saved vector lists of one search index (``name``) made with one embedding model."""
 
     def __init__(self, directory: Path, name: str, model: str) -> None:
         self.directory = directory
@@ -58,33 +61,35 @@ class GraphSnapshot:
     def manifest_path(self) -> Path:
         return self._path("json")
 
-    def read(self, row_of: Mapping[str, int], dim: int) -> SavedGraph | None:
-        """The saved graph, with the row now holding each node's key; None when there is none or
-        it does not check out (a warning says why)."""
+    def read(self, row_of: Mapping[str, int], dim: int) -> SavedLists | None:
+        """The saved lists, with the row now holding each saved row's key; None when there are
+        none or they do not check out (a warning says why)."""
         try:
             manifest = json.loads(self.manifest_path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:
-            logger.warning("vector graph snapshot %s unreadable (%s): ignored", self.manifest_path, exc)
+            logger.warning("vector lists snapshot %s unreadable (%s): ignored", self.manifest_path, exc)
             return None
         problem = self._check(manifest, dim)
         if problem:
-            logger.warning("vector graph snapshot %s ignored: %s", self.manifest_path, problem)
+            logger.warning("vector lists snapshot %s ignored: %s", self.manifest_path, problem)
             return None
         try:
-            with np.load(self._path("nodes.npz"), allow_pickle=False) as nodes:
-                labels = nodes["labels"].astype(np.uint64)
-                fingerprints = nodes["fingerprints"].astype(np.uint64)
+            with np.load(self._path("lists.npz"), allow_pickle=False) as saved:
+                centroids = saved["centroids"].astype(np.int8)
+                trained_rows = int(saved["trained_rows"])
+                fingerprints = saved["fingerprints"].astype(np.uint64)
+                lists = saved["lists"].astype(np.int32)
             keys = json.loads(self._path("keys.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError, KeyError) as exc:
-            logger.warning("vector graph snapshot %s ignored: %s", self.manifest_path, exc)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            logger.warning("vector lists snapshot %s ignored: %s", self.manifest_path, exc)
             return None
-        if not (len(labels) == len(fingerprints) == len(keys) == manifest["nodes"]):
-            logger.warning("vector graph snapshot %s ignored: its parts disagree on size", self.manifest_path)
+        if not (len(fingerprints) == len(lists) == len(keys) == manifest["rows"]):
+            logger.warning("vector lists snapshot %s ignored: its parts disagree on size", self.manifest_path)
             return None
         rows = np.fromiter((row_of.get(k, -1) for k in keys), dtype=np.int64, count=len(keys))
-        return SavedGraph(self._path("usearch"), labels, rows, fingerprints)
+        return SavedLists(centroids, trained_rows, rows, fingerprints, lists)
 
     def _check(self, manifest: Any, dim: int) -> str:
         if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
@@ -93,7 +98,7 @@ class GraphSnapshot:
         if made != (self.model, dim):
             return f"made with {made[0]} ({made[1]} dimensions), not {self.model} ({dim})"
         hashes = manifest.get("sha256")
-        if not isinstance(hashes, dict) or not isinstance(manifest.get("nodes"), int):
+        if not isinstance(hashes, dict) or not isinstance(manifest.get("rows"), int):
             return "manifest incomplete"
         for part in _PARTS:
             path = self._path(part)
@@ -105,14 +110,21 @@ class GraphSnapshot:
         return ""
 
     def write(self, vectors: VectorIndex, keys_of_rows: Sequence[str]) -> int:
-        """Save ``vectors``' graph, its nodes named by ``keys_of_rows[row]``; the node count."""
+        """Save ``vectors``' lists, each row named by ``keys_of_rows[row]``; the rows saved."""
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.manifest_path.unlink(missing_ok=True)
+        for part in _FORMER_PARTS:
+            self._path(part).unlink(missing_ok=True)
         temporary = {part: self._path(part + ".tmp") for part in _PARTS}
-        rows = vectors.save_graph(temporary["usearch"])
-        fingerprints = vectors.fingerprints_of(rows)
-        with temporary["nodes.npz"].open("wb") as f:
-            np.savez(f, labels=rows.astype(np.uint64), fingerprints=fingerprints)
+        lists, rows = vectors.saved_lists()
+        with temporary["lists.npz"].open("wb") as f:
+            np.savez(
+                f,
+                centroids=lists.centroids,
+                trained_rows=np.int64(lists.trained_rows),
+                fingerprints=vectors.fingerprints_of(rows),
+                lists=lists.lists_of(rows),
+            )
         keys = [keys_of_rows[row] for row in rows.tolist()]
         temporary["keys.json"].write_text(json.dumps(keys, ensure_ascii=False), encoding="utf-8")
         hashes = {}
@@ -123,7 +135,7 @@ class GraphSnapshot:
             "format": FORMAT,
             "model": self.model,
             "dim": vectors.dim,
-            "nodes": len(rows),
+            "rows": len(rows),
             "sha256": hashes,
         }
         staged = self._path("json.tmp")

@@ -2,18 +2,18 @@
 
 Rows are stored as int8 codes (:mod:`mnemo.index.codes`), contiguously per group: a search
 narrowed to a few groups scans just their codes, exactly and in place, which costs less than
-gathering the same rows from all over memory first, or than asking the global graph for enough
-neighbours to find the wanted number inside those groups. Search is exact (SIMD int8 inner
-products through usearch's brute-force kernel) while the index is small, and through an HNSW
-graph once it holds more than ``exact_max_rows`` rows (given the same int8 codes: no float copy
-is made, and graph and scans compare the same vectors). Any other filter narrows the rows that
-may be returned: few allowed rows are searched exactly; otherwise the search over-fetches and
-drops what the filter forbids.
+gathering the same rows from all over memory first. Search is exact (SIMD int8 inner products
+through usearch's brute-force kernel) while the index is small; once it holds more than
+``exact_max_rows`` rows, a search reads the rows of the lists of an inverted file
+(:mod:`mnemo.index.inverted`) nearest to the question, exactly, from the same codes. Any other
+filter narrows the rows that may be returned: few allowed rows are searched exactly; otherwise
+the search reads more lists, by the share of rows the filter forbids, and drops what it forbids.
 
-Building the graph is most of a large index's start, so a bulk load defers it
-(``put(..., bulk=True)``) and ``settle_graph`` then adopts a graph saved by an earlier run
-(``save_graph``) when one is given, keeping each saved node whose row still holds the very codes
-it was built from (checked by fingerprint) and adding what is new.
+Training the lists' centroids and sorting every row into them is most of a large index's start
+after its words, so a bulk load defers it (``put(..., bulk=True)``) and ``settle_lists`` then
+adopts the lists saved by an earlier run (``saved_lists``) when they are given, keeping each
+saved row's list where the row still holds the very codes it had (checked by fingerprint) and
+sorting in what is new.
 """
 
 from __future__ import annotations
@@ -22,43 +22,35 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-from usearch.index import (  # type: ignore[attr-defined]
-    DEFAULT_EXPANSION_SEARCH,
-    Index,
-    MetricKind,
-    ScalarKind,
-    search,
-)
 
-from mnemo.index.codes import CodeGroup, fingerprints, quantise
+from mnemo.index.codes import CodeGroup, best, fingerprints, nearest, quantise
+from mnemo.index.inverted import PROBES, RETRAIN_GROWTH, InvertedLists, list_count, train, training_sample
 
 EXACT_MAX_ROWS = 20_000
-_SUBSET_EXACT_MAX_ROWS = 20_000
-_SCAN_OR_GRAPH = 24  # see VectorIndex._scan_max_rows
 _SCAN_CALLS_MAX = 4  # groups searched one by one; more are merged first
-# A saved graph is rebuilt rather than adopted when more than this share of its nodes is stale:
-# removed nodes stay in an HNSW graph as tombstones that searches still walk.
+# Saved lists are trained anew rather than adopted when more than this share of their rows
+# changed: the centroids would describe vectors that are mostly gone.
 _STALE_MAX_SHARE = 0.2
 _FINGERPRINT_CHUNK_ROWS = 65_536
-_RENAMED = np.uint64(1 << 62)  # labels are moved out of the rows' range before taking them
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
-class SavedGraph:
-    """A graph saved by an earlier run, and what became of its nodes: ``labels`` (the rows they
-    were), ``rows`` (the row now holding each one's key, -1: none), ``fingerprints`` (of each
-    one's codes when saved)."""
+class SavedLists:
+    """Lists saved by an earlier run, and what became of their rows: ``centroids`` and
+    ``trained_rows`` (see :class:`~mnemo.index.inverted.InvertedLists`); per saved row, ``rows``
+    (the row now holding its key, -1: none), ``fingerprints`` (of its codes when saved) and
+    ``lists`` (its list)."""
 
-    path: Path
-    labels: npt.NDArray[np.uint64]
+    centroids: npt.NDArray[np.int8]
+    trained_rows: int
     rows: npt.NDArray[np.int64]
     fingerprints: npt.NDArray[np.uint64]
+    lists: npt.NDArray[np.int32]
 
 
 class VectorIndex:
@@ -72,10 +64,10 @@ class VectorIndex:
         self._present = np.zeros(0, dtype=bool)
         self._size = 0
         self._exact_max_rows = exact_max_rows
-        self._graph: Index | None = None
+        self._lists: InvertedLists | None = None
         self._merged: CodeGroup | None = None  # every group's codes in one matrix (see _scan)
-        self._unsaved = 0  # graph nodes added or dropped since it was built, adopted or saved
-        self._expansion: int | None = None  # the graph's search breadth; None: usearch's (64)
+        self._unsaved = 0  # rows sorted into lists since they were built, adopted or saved
+        self.probes = PROBES  # lists read by an unfiltered search
 
     @property
     def size(self) -> int:
@@ -97,7 +89,7 @@ class VectorIndex:
     ) -> None:
         """Set the vectors of ``rows``, each in its group (a row keeps the group it first had).
 
-        ``bulk``: part of a large load; a graph is not started here but by ``settle_graph``.
+        ``bulk``: part of a large load; lists are not made here but by ``settle_lists``.
         """
         if not len(rows):
             return
@@ -122,43 +114,33 @@ class VectorIndex:
             self._slot_of[chosen] = self._groups[group_id].append(chosen, codes[positions])
             self._group_of[chosen] = group_id
         self._present[rows] = True
-        if self._graph is not None:
-            if was_present.any():  # a changed vector: the graph node is replaced
-                self._graph.remove(rows[was_present].astype(np.uint64))
-            self._graph.add(rows.astype(np.uint64), codes)
+        lists = self._lists
+        if lists is not None and self._size > RETRAIN_GROWTH * lists.trained_rows and not bulk:
+            self._build_lists()  # grown far past what the centroids were trained on
+        elif lists is not None:
+            lists.remove(rows[was_present])  # a changed vector may belong to another list now
+            lists.add(rows, nearest(lists.centroids, codes))
             self._unsaved += len(rows)
-        elif self.wants_graph and not bulk:
-            self._build_graph()
+        elif self.wants_lists and not bulk:
+            self._build_lists()
 
     @property
-    def wants_graph(self) -> bool:
-        """Whether the index is past the size where searches go through a graph."""
+    def wants_lists(self) -> bool:
+        """Whether the index is past the size where searches go through the inverted lists."""
         return self._size > self._exact_max_rows
 
     @property
-    def has_graph(self) -> bool:
-        return self._graph is not None
+    def has_lists(self) -> bool:
+        return self._lists is not None
 
     @property
-    def graph_bytes(self) -> int:
-        """The graph's own bytes as usearch counts them (its copy of the codes, and its links); 0
-        without a graph."""
-        return 0 if self._graph is None else int(self._graph.memory_usage)
-
-    @property
-    def search_expansion(self) -> int | None:
-        """The candidates a graph search keeps as it walks (usearch's ``expansion_search``; None: 64)."""
-        return self._expansion
-
-    @search_expansion.setter
-    def search_expansion(self, value: int | None) -> None:
-        self._expansion = value
-        if self._graph is not None:
-            self._graph.expansion_search = value or DEFAULT_EXPANSION_SEARCH  # type: ignore[misc]
+    def lists_bytes(self) -> int:
+        """The inverted lists' own bytes (centroids, each row's list, each list's rows); 0 without."""
+        return 0 if self._lists is None else self._lists.nbytes
 
     @property
     def unsaved(self) -> int:
-        """Graph nodes added or dropped since the graph was built (all of them), adopted or saved."""
+        """Rows sorted into the lists since they were built (all of them), adopted or saved."""
         return self._unsaved
 
     def rows_with_vectors(self) -> npt.NDArray[np.int64]:
@@ -172,79 +154,79 @@ class VectorIndex:
             out[start : start + len(chunk)] = fingerprints(self._codes_of(chunk))
         return out
 
-    def save_graph(self, path: Path) -> npt.NDArray[np.int64]:
-        """Write the graph to ``path``; the rows it holds (its labels), ascending."""
-        if self._graph is None:
-            raise ValueError("no graph to save")
-        self._graph.save(str(path))
+    def saved_lists(self) -> tuple[InvertedLists, npt.NDArray[np.int64]]:
+        """What to save: the lists, and the rows they hold, ascending. Counts as saved."""
+        if self._lists is None:
+            raise ValueError("no lists to save")
         self._unsaved = 0
-        return self.rows_with_vectors()
+        return self._lists, self.rows_with_vectors()
 
-    def settle_graph(self, saved: SavedGraph | None) -> str:
-        """End a bulk load: its groups' spare rows given back, and the index given the graph it
-        needs — a saved one adopted when it fits, else one built. Says what was done, for the log."""
+    def settle_lists(self, saved: SavedLists | None) -> str:
+        """End a bulk load: its groups' spare rows given back, and the index given the lists it
+        needs — saved ones adopted when they fit, else new ones. Says what was done, for the log."""
         for group in self._groups:
             group.trim()
-        if self._graph is not None or not self.wants_graph:
-            return "graph already built" if self._graph is not None else "no graph needed"
+        if self._lists is not None or not self.wants_lists:
+            return "lists already made" if self._lists is not None else "no lists needed"
         if saved is not None:
-            adopted = self._adopt_graph(saved)
+            adopted = self._adopt_lists(saved)
             if adopted is not None:
                 return adopted
-        self._build_graph()
-        return f"graph built over {self._unsaved:,} rows"  # every node is new
+        return self._build_lists()
 
-    def _adopt_graph(self, saved: SavedGraph) -> str | None:
-        try:
-            graph = Index.restore(str(saved.path))
-        except Exception as exc:  # any unreadable file: build instead
-            logger.warning("saved vector graph %s unreadable (%s): building a new one", saved.path, exc)
+    def _adopt_lists(self, saved: SavedLists) -> str | None:
+        rows = saved.rows
+        if saved.centroids.ndim != 2 or saved.centroids.shape[1] != self.dim or not len(saved.centroids):
+            logger.warning("saved vector lists do not fit this index: new ones are made")
             return None
-        labels, rows = saved.labels, saved.rows
-        if graph is None or graph.ndim != self.dim or len(graph) != len(labels):
-            logger.warning("saved vector graph %s does not fit this index: building a new one", saved.path)
+        if self._size > RETRAIN_GROWTH * saved.trained_rows:
+            logger.info(
+                "saved vector lists trained over %d rows, %d now: new ones are made",
+                saved.trained_rows,
+                self._size,
+            )
             return None
-        known = (rows >= 0) & (rows < self._size)
+        known = (rows >= 0) & (rows < self._size) & (saved.lists >= 0) & (saved.lists < len(saved.centroids))
         known[known] = self._present[rows[known]]
         _, first = np.unique(np.where(known, rows, -1), return_index=True)
-        known[np.setdiff1d(np.arange(len(rows)), first)] = False  # a row named twice: its first node
+        known[np.setdiff1d(np.arange(len(rows)), first)] = False  # a row named twice: its first entry
         fits = np.zeros(len(rows), dtype=bool)
         fits[known] = self.fingerprints_of(rows[known]) == saved.fingerprints[known]
         stale = len(rows) - int(fits.sum())
         if stale > _STALE_MAX_SHARE * len(rows):
-            logger.info("saved vector graph: %d of %d nodes stale, building a new one", stale, len(rows))
+            logger.info("saved vector lists: %d of %d rows stale, new ones are made", stale, len(rows))
             return None
-        kept_labels, kept_rows = labels[fits], rows[fits]
-        in_graph = np.zeros(self._size, dtype=bool)
-        in_graph[kept_rows] = True
-        missing = np.flatnonzero(self._present[: self._size] & ~in_graph).astype(np.int64)
-        try:
-            if stale:
-                graph.remove(labels[~fits])
-            # Labels become the rows now holding them, in two steps: old labels and rows overlap.
-            graph.rename(kept_labels, kept_labels + _RENAMED)
-            graph.rename(kept_labels + _RENAMED, kept_rows.astype(np.uint64))
-            if len(missing):
-                graph.add(missing.astype(np.uint64), self._codes_of(missing))
-        except Exception as exc:  # a graph that will not take the changes: build instead
-            logger.warning("saved vector graph %s not adopted (%s): building a new one", saved.path, exc)
-            return None
-        self._graph = graph
-        self.search_expansion = self._expansion
+        lists = InvertedLists(saved.centroids, saved.trained_rows)
+        kept_rows = rows[fits]
+        lists.add(kept_rows, saved.lists[fits])
+        in_lists = np.zeros(self._size, dtype=bool)
+        in_lists[kept_rows] = True
+        missing = np.flatnonzero(self._present[: self._size] & ~in_lists).astype(np.int64)
+        lists.add(missing, nearest(lists.centroids, self._codes_of(missing)))
+        self._lists = lists
         self._unsaved = stale + len(missing)
-        return f"saved graph adopted: {len(kept_rows):,} rows kept, {stale:,} dropped, {len(missing):,} added"
+        return f"saved lists adopted: {len(kept_rows):,} rows kept, {stale:,} dropped, {len(missing):,} added"
 
-    def _scan_max_rows(self, count: int) -> int:
-        """The most rows of narrowed groups scanned rather than searched through the graph, for
-        ``count`` neighbours.
+    def _build_lists(self) -> str:
+        rows = self.rows_with_vectors()
+        count = list_count(len(rows))
+        lists = InvertedLists(train(self._codes_of(training_sample(rows, count)), count), len(rows))
+        for group in self._groups:
+            lists.add(group.rows[: group.size], nearest(lists.centroids, group.codes[: group.size]))
+        self._lists = lists
+        self._unsaved = len(rows)
+        return f"{lists.count:,} lists made over {len(rows):,} rows"  # every row is new to them
 
-        A scan costs in proportion to the S rows it reads; the graph, in proportion to the
-        neighbours it must fetch to find ``count`` inside groups holding a share S/rows of the
-        index, about count·rows/S with a margin. The two costs meet where S² is proportional to
-        count·rows: ``_SCAN_OR_GRAPH`` is the graph's cost per neighbour over the scan's per row,
-        margin included (tools/bench_recall.py measures both).
+    def _scan_max_rows(self) -> int:
+        """The most rows of narrowed groups scanned rather than searched through the lists.
+
+        A scan reads the S rows of the groups, in place. The lists, filtered to a share S/rows of
+        the index, read ``probes`` lists over that share, about probes·rows²/(lists·S) rows; the two
+        meet where S = rows·√(probes/lists) (at a million rows, ~126,000).
         """
-        return max(self._exact_max_rows, int(math.sqrt(_SCAN_OR_GRAPH * count * self._size)))
+        if self._lists is None:
+            return self._exact_max_rows
+        return max(self._exact_max_rows, int(self._size * math.sqrt(self.probes / self._lists.count)))
 
     def _group_id(self, group: str) -> int:
         group_id = self._group_ids.get(group)
@@ -267,6 +249,11 @@ class VectorIndex:
 
     def _codes_of(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int8]:
         """The codes of ``rows`` (which must hold vectors), in their order."""
+        if not len(rows):
+            return np.zeros((0, self.dim), dtype=np.int8)
+        if len(self._groups) == 1:
+            codes: npt.NDArray[np.int8] = self._groups[0].codes[self._slot_of[rows]]
+            return codes
         out = np.empty((len(rows), self.dim), dtype=np.int8)
         group_of = self._group_of[rows]
         # Rows sorted by group and cut into runs: one gather per group, not one mask per group.
@@ -278,17 +265,6 @@ class VectorIndex:
             at = order[start:end]
             out[at] = self._groups[int(sorted_groups[start])].codes[slots[start:end]]
         return out
-
-    def _build_graph(self) -> None:
-        graph = Index(ndim=self.dim, metric=MetricKind.Cos, dtype=ScalarKind.I8, connectivity=16)
-        for group in self._groups:
-            graph.add(
-                group.rows[: group.size].astype(np.uint64),
-                group.codes[: group.size],
-            )
-        self._graph = graph
-        self.search_expansion = self._expansion
-        self._unsaved = len(graph)
 
     def search(
         self,
@@ -307,9 +283,9 @@ class VectorIndex:
         code = quantise(query.reshape(1, -1))[0]
         if groups is not None:
             chosen = [self._groups[self._group_ids[g]] for g in dict.fromkeys(groups) if g in self._group_ids]
-            if sum(g.size for g in chosen) <= self._scan_max_rows(count):
+            if sum(g.size for g in chosen) <= self._scan_max_rows():
                 return self._scan(code, count, chosen, allowed)
-        if self._graph is None:
+        if self._lists is None:
             return self._scan(code, count, self._groups, allowed)
         usable = self._present[: self._size]
         if allowed is not None:
@@ -317,22 +293,18 @@ class VectorIndex:
         n_usable = int(usable.sum())
         if n_usable == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        if n_usable <= _SUBSET_EXACT_MAX_ROWS:
+        if n_usable <= self._exact_max_rows:  # few allowed rows: all read, exactly
             rows = np.flatnonzero(usable)
             return self._best(self._codes_of(rows), rows, code, count)
         wanted = min(n_usable, count)
-        # Over-fetch by the share of rows the filter forbids (plus a margin), not by a constant:
-        # an HNSW search for 800 neighbours costs several times one for 240.
-        share = n_usable / self._size
-        fetch = min(self._size, int(count / share * 1.2) + 16)
+        # Read more lists by the share of rows the filter forbids; more again if that was short.
+        probes = math.ceil(self.probes * self._size / n_usable)
         while True:
-            found = self._graph.search(code, fetch)
-            rows = found.keys.astype(np.int64)
-            keep = usable[rows]
-            if keep.sum() >= wanted or fetch >= self._size:
-                rows, distances = rows[keep][:count], found.distances[keep][:count]
-                return rows, (1.0 - distances).astype(np.float32)
-            fetch = min(self._size, fetch * 4)
+            rows = self._lists.probe(code, probes)
+            rows = rows[usable[rows]]
+            if len(rows) >= wanted or probes >= self._lists.count:
+                return self._best(self._codes_of(rows), rows, code, count)
+            probes *= 4
 
     def cosines(self, rows: npt.NDArray[np.int64], query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         """Cosine of ``query`` to each of ``rows`` (which must hold vectors), int8 on both sides."""
@@ -353,11 +325,11 @@ class VectorIndex:
         every row of the index)."""
         found_rows: list[npt.NDArray[np.int64]] = []
         found_cosines: list[npt.NDArray[np.float32]] = []
-        # (Not while a bulk load waits for its graph: every group merged would be a copy of all.)
-        if len(groups) > _SCAN_CALLS_MAX and not (groups is self._groups and self.wants_graph):
+        # (Not while a bulk load waits for its lists: every group merged would be a copy of all.)
+        if len(groups) > _SCAN_CALLS_MAX and not (groups is self._groups and self.wants_lists):
             # Each search call has a fixed cost before it reads a row: many small groups are
             # copied into one matrix and searched at once. All of them (an unnarrowed search of an
-            # index too small for a graph, at most exact_max_rows rows) are kept until a put.
+            # index too small for lists, at most exact_max_rows rows) are kept until a put.
             if groups is self._groups and self._merged is not None:
                 groups = [self._merged]
             else:
@@ -395,6 +367,5 @@ class VectorIndex:
     def _best(
         codes: npt.NDArray[np.int8], rows: npt.NDArray[np.int64], code: npt.NDArray[np.int8], count: int
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-        count = min(count, len(rows))
-        found = search(codes, code, count, MetricKind.Cos, exact=True)
-        return rows[found.keys.astype(np.int64)], (1.0 - found.distances).astype(np.float32)
+        positions, cosines = best(codes, code, count)
+        return rows[positions], cosines
