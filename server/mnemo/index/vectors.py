@@ -63,6 +63,7 @@ class VectorIndex:
         self._slot_of = np.zeros(0, dtype=np.int64)
         self._present = np.zeros(0, dtype=bool)
         self._size = 0
+        self._count = 0  # rows with a vector
         self._exact_max_rows = exact_max_rows
         self._lists: InvertedLists | None = None
         self._merged: CodeGroup | None = None  # every group's codes in one matrix (see _scan)
@@ -114,6 +115,7 @@ class VectorIndex:
             self._slot_of[chosen] = self._groups[group_id].append(chosen, codes[positions])
             self._group_of[chosen] = group_id
         self._present[rows] = True
+        self._count += len(new)
         lists = self._lists
         if lists is not None and self._size > RETRAIN_GROWTH * lists.trained_rows and not bulk:
             self._build_lists()  # grown far past what the centroids were trained on
@@ -249,22 +251,35 @@ class VectorIndex:
 
     def _codes_of(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int8]:
         """The codes of ``rows`` (which must hold vectors), in their order."""
-        if not len(rows):
-            return np.zeros((0, self.dim), dtype=np.int8)
-        if len(self._groups) == 1:
-            codes: npt.NDArray[np.int8] = self._groups[0].codes[self._slot_of[rows]]
-            return codes
+        if len(self._groups) <= 1:
+            return self._gathered(rows)[1]
+        order, codes = self._gathered(np.arange(len(rows)), rows)
+        out = np.empty_like(codes)
+        out[order] = codes
+        return out
+
+    def _gathered(
+        self, rows: npt.NDArray[np.int64], of: npt.NDArray[np.int64] | None = None
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int8]]:
+        """``rows`` in an order of their own, and their codes in that order: sorted by group, one
+        gather per group straight into place (a search does not care which order).
+        ``of``: the rows whose codes are read, when ``rows`` are other labels for them."""
+        of = rows if of is None else of
         out = np.empty((len(rows), self.dim), dtype=np.int8)
-        group_of = self._group_of[rows]
-        # Rows sorted by group and cut into runs: one gather per group, not one mask per group.
+        if not len(rows):
+            return rows, out
+        if len(self._groups) == 1:
+            np.take(self._groups[0].codes, self._slot_of[of], axis=0, out=out)
+            return rows, out
+        group_of = self._group_of[of]
         order = np.argsort(group_of, kind="stable")
         sorted_groups = group_of[order]
-        starts = np.flatnonzero(np.diff(sorted_groups, prepend=-2))
-        slots = self._slot_of[rows[order]]
-        for start, end in zip(starts.tolist(), [*starts[1:].tolist(), len(rows)], strict=True):
-            at = order[start:end]
-            out[at] = self._groups[int(sorted_groups[start])].codes[slots[start:end]]
-        return out
+        starts = np.flatnonzero(np.diff(sorted_groups, prepend=-2)).tolist()
+        slots = self._slot_of[of[order]]
+        for start, end in zip(starts, [*starts[1:], len(rows)], strict=True):
+            codes = self._groups[int(sorted_groups[start])].codes
+            np.take(codes, slots[start:end], axis=0, out=out[start:end])
+        return rows[order], out
 
     def search(
         self,
@@ -287,23 +302,25 @@ class VectorIndex:
                 return self._scan(code, count, chosen, allowed)
         if self._lists is None:
             return self._scan(code, count, self._groups, allowed)
-        usable = self._present[: self._size]
-        if allowed is not None:
-            usable = usable & allowed[: self._size]
-        n_usable = int(usable.sum())
+        usable = None if allowed is None else self._present[: self._size] & allowed[: self._size]
+        n_usable = self._count if usable is None else int(usable.sum())  # a sum over every row costs
         if n_usable == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         if n_usable <= self._exact_max_rows:  # few allowed rows: all read, exactly
-            rows = np.flatnonzero(usable)
-            return self._best(self._codes_of(rows), rows, code, count)
+            rows, codes = self._gathered(
+                self.rows_with_vectors() if usable is None else np.flatnonzero(usable)
+            )
+            return self._best(codes, rows, code, count)
         wanted = min(n_usable, count)
         # Read more lists by the share of rows the filter forbids; more again if that was short.
-        probes = math.ceil(self.probes * self._size / n_usable)
+        probes = math.ceil(self.probes * self._count / n_usable)
         while True:
             rows = self._lists.probe(code, probes)
-            rows = rows[usable[rows]]
+            if usable is not None:
+                rows = rows[usable[rows]]
             if len(rows) >= wanted or probes >= self._lists.count:
-                return self._best(self._codes_of(rows), rows, code, count)
+                rows, codes = self._gathered(rows)
+                return self._best(codes, rows, code, count)
             probes *= 4
 
     def cosines(self, rows: npt.NDArray[np.int64], query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
