@@ -8,6 +8,7 @@ vector searches take) is cached until the next write.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -69,7 +70,8 @@ class RowTable:
             self.keys.append(document.key)
             self.owners.append(document.owner)
             self.status_of.append(document.status)
-            self.namespace_of.append(document.namespace)
+            # One string per namespace, not one per row: a store read gives each row its own copy.
+            self.namespace_of.append(sys.intern(document.namespace))
             place = (
                 (document.session, document.turn) if document.session and document.turn is not None else None
             )
