@@ -501,9 +501,14 @@ def test_saved_lists_are_adopted_by_key_keeping_only_rows_whose_codes_did_not_ch
     vectors = rng.standard_normal((400, 16)).astype(np.float32)
     first = _bulk_loaded(keys, vectors)
     assert first.settle_lists(None) == "40 lists made over 400 rows"
+    (tmp_path / "index").mkdir(mode=0o700)
+    former = [tmp_path / "index" / "memories.usearch", tmp_path / "index" / "memories.nodes.npz"]
+    for path in former:  # a graph saved by an earlier version (format 1)
+        path.write_bytes(b"graph")
     snapshot = ListsSnapshot(tmp_path / "index", "memories", "model-a")
     assert snapshot.write(first, keys) == 400
     assert (tmp_path / "index").stat().st_mode & 0o777 == 0o700
+    assert not any(path.exists() for path in former)
 
     # The next run: rows in another order, four keys gone, one vector changed, three keys new.
     later_keys = [k for k in reversed(keys) if k not in {"k3", "k50", "k51", "k399"}] + ["n1", "n2", "n3"]

@@ -124,9 +124,9 @@ class Indexing:
             async for keys, matrix in self._embedding_pages(embedder.model_id):
                 await anyio.to_thread.run_sync(engine.load_vectors, keys, matrix)
         finishing = time.monotonic()
-        graphs = await anyio.to_thread.run_sync(engine.finish_build, self._settings.index_dir)
-        logger.info("index finished in %.1f s: %s", time.monotonic() - finishing, "; ".join(graphs))
-        self.vector_lists = graphs
+        lists = await anyio.to_thread.run_sync(engine.finish_build, self._settings.index_dir)
+        logger.info("index finished in %.1f s: %s", time.monotonic() - finishing, "; ".join(lists))
+        self.vector_lists = lists
         # The index's objects live as long as the daemon: keep the cyclic collector from walking
         # them again at every full collection (a pause proportional to the index's size).
         gc.collect()

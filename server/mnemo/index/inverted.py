@@ -3,7 +3,7 @@
 Past a size the vector index (:mod:`mnemo.index.vectors`) stops reading every code for a question
 and reads only the rows of the ``probes`` lists whose centroids are nearest to it, exactly. The
 lists hold row numbers; the codes stay where the index keeps them, so the structure costs a few
-bytes a row (at a million: the centroids, 1 MB, and ~12 bytes a row), where the HNSW graph it
+bytes a row (at a million: the centroids, 1 MB, and ~16 bytes a row), where the HNSW graph it
 replaced held its own copy of the codes and its links (0.8 GB at a million) and found fewer of the
 exact nearest there (tools/bench_vector_search.py; docs/benchmarks.md has the figures).
 
