@@ -117,7 +117,7 @@ class VectorIndex:
         self._present[rows] = True
         self._count += len(new)
         lists = self._lists
-        if lists is not None and self._size > RETRAIN_GROWTH * lists.trained_rows and not bulk:
+        if lists is not None and self._count > RETRAIN_GROWTH * lists.trained_rows and not bulk:
             self._build_lists()  # grown far past what the centroids were trained on
         elif lists is not None:
             lists.remove(rows[was_present])  # a changed vector may belong to another list now
@@ -181,11 +181,11 @@ class VectorIndex:
         if saved.centroids.ndim != 2 or saved.centroids.shape[1] != self.dim or not len(saved.centroids):
             logger.warning("saved vector lists do not fit this index: new ones are made")
             return None
-        if self._size > RETRAIN_GROWTH * saved.trained_rows:
+        if self._count > RETRAIN_GROWTH * saved.trained_rows:
             logger.info(
                 "saved vector lists trained over %d rows, %d now: new ones are made",
                 saved.trained_rows,
-                self._size,
+                self._count,
             )
             return None
         known = (rows >= 0) & (rows < self._size) & (saved.lists >= 0) & (saved.lists < len(saved.centroids))
@@ -224,7 +224,7 @@ class VectorIndex:
 
         A scan reads the S rows of the groups, in place. The lists, filtered to a share S/rows of
         the index, read ``probes`` lists over that share, about probes·rows²/(lists·S) rows; the two
-        meet where S = rows·√(probes/lists) (at a million rows, ~126,000).
+        meet where S = rows·√(probes/lists) (at a million rows and 16 probes, ~89,000).
         """
         if self._lists is None:
             return self._exact_max_rows
