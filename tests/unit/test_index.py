@@ -505,7 +505,9 @@ def test_saved_lists_are_adopted_by_key_keeping_only_rows_whose_codes_did_not_ch
     former = [tmp_path / "index" / "memories.usearch", tmp_path / "index" / "memories.nodes.npz"]
     for path in former:  # a graph saved by an earlier version (format 1)
         path.write_bytes(b"graph")
+    (tmp_path / "index" / "memories.json").write_text('{"format": 1, "model": "model-a", "dim": 16}')
     snapshot = ListsSnapshot(tmp_path / "index", "memories", "model-a")
+    assert snapshot.read({k: row for row, k in enumerate(keys)}, 16) is None
     assert snapshot.write(first, keys) == 400
     assert (tmp_path / "index").stat().st_mode & 0o777 == 0o700
     assert not any(path.exists() for path in former)

@@ -92,6 +92,8 @@ class ListsSnapshot:
         return SavedLists(centroids, trained_rows, rows, fingerprints, lists)
 
     def _check(self, manifest: Any, dim: int) -> str:
+        if isinstance(manifest, dict) and manifest.get("format") == 1:
+            return "an HNSW graph saved by an earlier version (new lists are made and saved)"
         if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
             return f"not a format-{FORMAT} manifest"
         made = (manifest.get("model"), manifest.get("dim"))
