@@ -46,7 +46,6 @@ from bench_recall import QUESTIONS, percentiles, synthetic
 from mnemo.config import load_settings
 from mnemo.embed import load_embedder
 from mnemo.index.codes import quantise
-from mnemo.index.inverted import PROBES
 from mnemo.index.vectors import VectorIndex
 
 K = 100
@@ -111,7 +110,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[100_000])
     p.add_argument("--embedder", default="embeddinggemma-300m-int8")
-    p.add_argument("--probes", type=int, nargs="+", default=[8, 16, PROBES], help="lists read per search")
+    p.add_argument("--probes", type=int, nargs="+", default=[8, 16, 32], help="lists read per search")
     args = p.parse_args()
     for size in args.sizes:
         bench(size, args.embedder, args.probes)

@@ -537,6 +537,18 @@ def test_saved_lists_are_adopted_by_key_keeping_only_rows_whose_codes_did_not_ch
     assert _each_row_finds_itself_first(rebuilt, later_vectors)
 
 
+def test_a_save_cut_short_leaves_no_snapshot_and_every_row_still_unsaved(tmp_path: Path) -> None:
+    rng = np.random.default_rng(14)
+    keys = [f"k{i}" for i in range(400)]
+    index = _bulk_loaded(keys, rng.standard_normal((400, 16)).astype(np.float32))
+    index.settle_lists(None)
+    snapshot = ListsSnapshot(tmp_path, "memories", "model-a")
+    with pytest.raises(IndexError):  # keys for only ten rows: the save stops after the lists' file
+        snapshot.write(index, keys[:10])
+    assert index.unsaved == 400  # so the save at exit tries again
+    assert snapshot.read({k: row for row, k in enumerate(keys)}, 16) is None
+
+
 def test_saved_lists_mostly_stale_are_made_anew_not_patched(tmp_path: Path) -> None:
     rng = np.random.default_rng(9)
     keys = [f"k{i}" for i in range(300)]

@@ -143,4 +143,5 @@ class ListsSnapshot:
         staged = self._path("json.tmp")
         staged.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
         os.replace(staged, self.manifest_path)
+        vectors.mark_saved()
         return len(rows)

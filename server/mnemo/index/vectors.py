@@ -157,11 +157,14 @@ class VectorIndex:
         return out
 
     def saved_lists(self) -> tuple[InvertedLists, npt.NDArray[np.int64]]:
-        """What to save: the lists, and the rows they hold, ascending. Counts as saved."""
+        """What to save: the lists, and the rows they hold, ascending (``mark_saved`` once saved)."""
         if self._lists is None:
             raise ValueError("no lists to save")
-        self._unsaved = 0
         return self._lists, self.rows_with_vectors()
+
+    def mark_saved(self) -> None:
+        """The lists were saved whole: no row is unsaved (a save that fails leaves them all so)."""
+        self._unsaved = 0
 
     def settle_lists(self, saved: SavedLists | None) -> str:
         """End a bulk load: its groups' spare rows given back, and the index given the lists it
