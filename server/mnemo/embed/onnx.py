@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from tokenizers import Tokenizer
 
 from mnemo.embed.base import MANIFEST, normalised, verify_files
+from mnemo.embed.mapped import gather_tables
 from mnemo.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -62,6 +63,16 @@ def read_manifest(directory: Path) -> Manifest:
         raise ConfigError(f"{directory} is not a model directory: it has no {MANIFEST}") from None
     except (ValueError, ValidationError) as exc:
         raise ConfigError(f"{path} is not a valid model manifest: {exc}") from None
+
+
+def _mapped(model: Path) -> dict[str, np.memmap]:
+    """The model's token tables mapped from its file, or none when its format is not understood
+    (ONNX Runtime then loads the file as it is, and says what is wrong with it)."""
+    try:
+        return gather_tables(model)
+    except (OSError, ValueError) as exc:
+        logger.warning("%s: its tables are loaded into memory, not mapped: %s", model, exc)
+        return {}
 
 
 class OnnxEmbedder:
@@ -107,9 +118,14 @@ class OnnxEmbedder:
         options.add_session_config_entry("session.force_spinning_stop", "1")
         self._shrink = onnxruntime.RunOptions()
         self._shrink.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
-        self._session = onnxruntime.InferenceSession(
-            str(directory / manifest.onnx_file), options, providers=["CPUExecutionProvider"]
-        )
+        model = directory / manifest.onnx_file
+        # The token table read from the file, not copied into the heap (mnemo.embed.mapped); the
+        # values must outlive the session.
+        self.mapped = _mapped(model)
+        self._tables = {n: onnxruntime.OrtValue.ortvalue_from_numpy(t) for n, t in self.mapped.items()}
+        for name, table in self._tables.items():
+            options.add_initializer(name, table)
+        self._session = onnxruntime.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
         outputs = self._session.get_outputs()
         named = [o.name for o in outputs if o.name == "sentence_embedding"]
         self._output = named[0] if named else outputs[-1].name
