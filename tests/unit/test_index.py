@@ -7,11 +7,13 @@ import random
 import string
 import threading
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 import snowballstemmer
 
@@ -31,6 +33,12 @@ from tests.helpers import frequent_thread_switches
 
 NOW = datetime(2026, 11, 30, 15, 0, tzinfo=UTC)  # a Monday
 WORDS = "gateway timeout deploy thursday tuesday postgres replica cache index lb.tf v2 retry queue".split()
+
+
+def _rows_of(keys: list[str]) -> Callable[[list[str]], npt.NDArray[np.int64]]:
+    """What an index gives a snapshot: each key's row among ``keys``, -1 for another key."""
+    row = {k: r for r, k in enumerate(keys)}
+    return lambda asked: np.asarray([row.get(k, -1) for k in asked], dtype=np.int64)
 
 
 def test_identifiers_keep_their_whole_form_and_their_parts_and_accents_fold() -> None:
@@ -507,7 +515,7 @@ def test_saved_lists_are_adopted_by_key_keeping_only_rows_whose_codes_did_not_ch
         path.write_bytes(b"graph")
     (tmp_path / "index" / "memories.json").write_text('{"format": 1, "model": "model-a", "dim": 16}')
     snapshot = ListsSnapshot(tmp_path / "index", "memories", "model-a")
-    assert snapshot.read({k: row for row, k in enumerate(keys)}, 16) is None
+    assert snapshot.read(_rows_of(keys), 16) is None
     assert snapshot.write(first, keys) == 400
     assert (tmp_path / "index").stat().st_mode & 0o777 == 0o700
     assert not any(path.exists() for path in former)
@@ -520,18 +528,18 @@ def test_saved_lists_are_adopted_by_key_keeping_only_rows_whose_codes_did_not_ch
         [by_key[k] if k in by_key else rng.standard_normal(16).astype(np.float32) for k in later_keys]
     )
     later = _bulk_loaded(later_keys, later_vectors)
-    saved = snapshot.read({k: row for row, k in enumerate(later_keys)}, 16)
+    saved = snapshot.read(_rows_of(later_keys), 16)
     assert saved is not None
     assert later.settle_lists(saved) == "saved lists adopted: 395 rows kept, 5 dropped, 4 added"
     assert later.has_lists and _each_row_finds_itself_first(later, later_vectors)
 
     # Made with another model, or not the bytes that were saved: not read, and lists are made.
-    assert ListsSnapshot(tmp_path / "index", "memories", "model-b").read({}, 16) is None
+    assert ListsSnapshot(tmp_path / "index", "memories", "model-b").read(_rows_of([]), 16) is None
     lists_file = tmp_path / "index" / "memories.lists.npz"
     data = bytearray(lists_file.read_bytes())
     data[len(data) // 2] ^= 0xFF
     lists_file.write_bytes(bytes(data))
-    assert snapshot.read({k: row for row, k in enumerate(later_keys)}, 16) is None
+    assert snapshot.read(_rows_of(later_keys), 16) is None
     rebuilt = _bulk_loaded(later_keys, later_vectors)
     assert rebuilt.settle_lists(None) == "39 lists made over 399 rows"
     assert _each_row_finds_itself_first(rebuilt, later_vectors)
@@ -546,7 +554,7 @@ def test_a_save_cut_short_leaves_no_snapshot_and_every_row_still_unsaved(tmp_pat
     with pytest.raises(IndexError):  # keys for only ten rows: the save stops after the lists' file
         snapshot.write(index, keys[:10])
     assert index.unsaved == 400  # so the save at exit tries again
-    assert snapshot.read({k: row for row, k in enumerate(keys)}, 16) is None
+    assert snapshot.read(_rows_of(keys), 16) is None
 
 
 def test_saved_lists_mostly_stale_are_made_anew_not_patched(tmp_path: Path) -> None:
@@ -560,7 +568,7 @@ def test_saved_lists_mostly_stale_are_made_anew_not_patched(tmp_path: Path) -> N
     changed = vectors.copy()
     changed[:100] = rng.standard_normal((100, 16))  # a third of the rows: centroids of what is gone
     later = _bulk_loaded(keys, changed)
-    saved = snapshot.read({k: row for row, k in enumerate(keys)}, 16)
+    saved = snapshot.read(_rows_of(keys), 16)
     assert later.settle_lists(saved) == "34 lists made over 300 rows"
     assert _each_row_finds_itself_first(later, changed)
 
@@ -607,7 +615,7 @@ def test_two_saved_rows_naming_one_key_give_it_one_entry(tmp_path: Path) -> None
     later_keys = [k for k in keys if k != "k5"]
     later_vectors = np.delete(vectors, 5, axis=0)
     later = _bulk_loaded(later_keys, later_vectors)
-    saved = snapshot.read({k: row for row, k in enumerate(later_keys)}, 16)
+    saved = snapshot.read(_rows_of(later_keys), 16)
     assert later.settle_lists(saved) == "saved lists adopted: 199 rows kept, 1 dropped, 0 added"
     rows, _ = later.search(later_vectors[5], 3)
     assert rows[0] == 5 and len(set(rows.tolist())) == 3

@@ -25,6 +25,20 @@ def test_what_is_put_is_read_back_the_last_version_wins_and_no_file_is_named(tmp
     shelf.close()
 
 
+def test_a_batch_puts_in_order_and_counts_what_it_replaces_as_garbage(tmp_path: Path) -> None:
+    shelf = Shelf(tmp_path)
+    shelf.put_many([("mem_a", "one"), ("mem_b", "two"), ("mem_a", "three")])
+    assert (shelf.get("mem_a"), shelf.get("mem_b"), len(shelf)) == ("three", "two", 2)
+    first_garbage = shelf.garbage
+    assert first_garbage > 0  # "one" was replaced within the batch
+    shelf.put_many([("mem_b", "four"), ("mem_c", "five")])
+    assert (shelf.get("mem_b"), shelf.get("mem_c"), len(shelf)) == ("four", "five", 3)
+    assert shelf.garbage > first_garbage
+    shelf.settle()
+    assert [shelf.get(k) for k in ("mem_a", "mem_b", "mem_c")] == ["three", "four", "five"]
+    shelf.close()
+
+
 def test_once_garbage_outweighs_the_live_versions_they_move_to_a_fresh_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

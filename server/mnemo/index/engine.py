@@ -106,15 +106,15 @@ class SearchIndex:
         """Attach vectors to documents by key (unknown keys are skipped). ``bulk``: part of a large
         load, after which ``finish_bulk`` is called."""
         with self._lock:
-            pairs = [(self._rows.row_of.get(k), i) for i, k in enumerate(keys)]
-            known = [(row, i) for row, i in pairs if row is not None]
-            if not known:
+            found = self._rows.keys.numbers(keys)
+            known = np.flatnonzero(found >= 0)
+            if not len(known):
                 return
             if self._vectors is None:
                 self._vectors = VectorIndex(vectors.shape[1])
-            rows = np.asarray([row for row, _ in known], dtype=np.int64)
-            namespaces = [self._rows.namespace_of[row] for row, _ in known]
-            self._vectors.put(rows, vectors[[i for _, i in known]], namespaces, bulk=bulk)
+            rows = found[known]
+            namespaces = [self._rows.namespace(row) for row in rows.tolist()]
+            self._vectors.put(rows, vectors[known], namespaces, bulk=bulk)
 
     def finish_bulk(self, snapshot: ListsSnapshot | None) -> str:
         """After a bulk load: its words become searchable; the vector lists ``snapshot`` holds are
@@ -122,12 +122,13 @@ class SearchIndex:
         was done with the lists, for the log."""
         with self._lock:
             self._lexical.finish_bulk()
+            self._rows.settle()
             vectors = self._vectors
             if vectors is None:
                 return "no vectors"
             saved = None
             if snapshot is not None and vectors.wants_lists and not vectors.has_lists:
-                saved = snapshot.read(self._rows.row_of, vectors.dim)
+                saved = snapshot.read(self._rows.keys.numbers, vectors.dim)
             outcome = vectors.settle_lists(saved)
             if snapshot is not None and self.save_lists(snapshot):
                 outcome += "; saved"
@@ -145,7 +146,7 @@ class SearchIndex:
             return snapshot.write(vectors, self._rows.live_keys())
 
     def has_key(self, key: str) -> bool:
-        return key in self._rows.row_of
+        return self._rows.row_of(key) is not None
 
     # -- searching -----------------------------------------------------------------------------
 
@@ -218,4 +219,4 @@ class SearchIndex:
             take(rows[np.argsort(-scores, kind="stable")].tolist(), per_source)
             shared = self._rows.naming(query.entities) & allowed
             take(reversed(shared.to_array().tolist()), limit)
-            return [self._rows.owners[row] for row in chosen]
+            return [self._rows.owner(row) for row in chosen]

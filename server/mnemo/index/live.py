@@ -128,8 +128,7 @@ class RecallEngine:
         ``bulk``: a page of the start-up load (see ``finish_build``)."""
         documents = [memory_document(m) for m in memories]
         self.memories.add(documents, bulk=bulk)
-        for memory in memories:
-            self._memories.put(memory.id, memory.model_dump_json())
+        self._memories.put_many([(memory.id, memory.model_dump_json()) for memory in memories])
         self.add_entities((entity_key(e.name), e.name, ()) for m in memories for e in m.entities)
         waiting = [("memories", d.key, d.text) for d in documents if d.key not in embedded]
         with self._lock:
@@ -182,6 +181,7 @@ class RecallEngine:
         loaded become searchable, and each index adopts its saved vector lists from
         ``directory`` where they fit, or makes new ones (and saves them there). What was done
         with the lists, per index."""
+        self._memories.settle()
         return [f"{name}: {i.finish_bulk(self._snapshot(directory, name))}" for name, i in self._indexes()]
 
     def save_lists(self, directory: Path | None) -> int:
@@ -211,7 +211,7 @@ class RecallEngine:
     def take_backlog(self, count: int) -> list[tuple[str, str, str]]:
         """Up to ``count`` (index name, key, text) items still waiting for a vector."""
         taken: list[tuple[str, str, str]] = []
-        with self._lock:  # has_key is a dictionary lookup: no index lock is taken under this one
+        with self._lock:  # has_key takes no index lock: none is taken under this one
             while self._backlog and len(taken) < count:
                 name, key, text = self._backlog.popleft()
                 if (self.memories if name == "memories" else self.passages).has_key(key):

@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemo.index.documents import CLOSED, Ranked, SearchQuery, Vector
+from mnemo.index.keys import KeyTable
 from mnemo.index.lexical import LexicalIndex
 from mnemo.index.rows import RowTable
 from mnemo.index.vectors import VectorIndex
@@ -96,7 +97,7 @@ def rank(
         start = int(query.dates.start.timestamp() * 1000)
         end = int(query.dates.end.timestamp() * 1000)
         date = ((times >= start) & (times < end)).astype(np.float32)
-    is_current = np.fromiter((table.status_of[r] != CLOSED for r in rows), dtype=bool, count=len(rows))
+    is_current = np.fromiter((table.status(r) != CLOSED for r in rows.tolist()), dtype=bool, count=len(rows))
     history = (~is_current).astype(np.float32) if query.is_history else np.zeros(len(rows), np.float32)
     score = (
         relevance
@@ -111,7 +112,7 @@ def rank(
     ranked: list[Ranked] = []
     owners_seen: set[str] = set()
     for i in _ordered(table.keys, rows, tier, score, head=4 * query.limit + 16):
-        owner = table.owners[rows[i]]
+        owner = table.owner(int(rows[i]))
         if owner in owners_seen:  # another passage of the same episode ranked higher
             continue
         owners_seen.add(owner)
@@ -119,7 +120,7 @@ def rank(
             break
         ranked.append(
             Ranked(
-                key=table.keys[rows[i]],
+                key=table.keys[int(rows[i])],
                 owner=owner,
                 score=round(float(score[i]), 6),
                 is_current=bool(is_current[i]),
@@ -139,7 +140,7 @@ def rank(
 
 
 def _ordered(
-    keys: list[str],
+    keys: KeyTable,
     rows: npt.NDArray[np.int64],
     tier: npt.NDArray[np.int8],
     score: npt.NDArray[np.float32],
@@ -157,7 +158,7 @@ def _ordered(
         first = np.union1d(order[:head], tied)
     else:
         first = order
-    key = lambda i: (int(tier[i]), -float(score[i]), keys[rows[i]])  # noqa: E731
+    key = lambda i: (int(tier[i]), -float(score[i]), keys[int(rows[i])])  # noqa: E731
     yield from sorted(first.tolist(), key=key)
     if len(first) < len(order):
         done = set(first.tolist())

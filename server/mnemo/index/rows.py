@@ -8,7 +8,6 @@ vector searches take) is cached until the next write.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -16,6 +15,7 @@ import numpy.typing as npt
 from pyroaring import BitMap
 
 from mnemo.index.documents import Document, SearchQuery
+from mnemo.index.keys import KeyTable
 
 _MAX_CACHED_MASKS = 32
 
@@ -27,22 +27,38 @@ def _union(maps: Iterable[BitMap]) -> BitMap:
     return out
 
 
+def _code(value: str, values: list[str], codes: dict[str, int]) -> int:
+    """The number of ``value`` in ``values`` (a status or namespace), added if new."""
+    code = codes.get(value)
+    if code is None:
+        code = codes[value] = len(values)
+        values.append(value)
+    return code
+
+
 class RowTable:
     """The rows of one search index. Attributes are read by the index and its ranking; they are
     written only through the methods here. Not thread-safe: the index locks around it."""
 
     def __init__(self) -> None:
-        self.keys: list[str] = []
-        self.owners: list[str] = []
-        self.row_of: dict[str, int] = {}
+        self.keys = KeyTable()  # row → key, key → its newest row
+        # A row's owner is its key's first _owner_length characters (a memory's id is its key;
+        # a passage's key is its episode's id, "#", its part), or one of _other_owners.
+        self._owner_length = np.zeros(0, dtype=np.uint16)
+        self._other_owners: dict[int, str] = {}
         self.times_ms = np.zeros(0, dtype=np.int64)
         self.live = BitMap()
-        self.status_of: list[str] = []
-        self.namespace_of: list[str] = []
+        # Statuses and namespaces by number: a row holds the number, not a string of its own.
+        self._status_codes = np.zeros(0, dtype=np.uint8)
+        self._namespace_codes = np.zeros(0, dtype=np.int32)
+        self._statuses: list[str] = []
+        self._namespaces: list[str] = []
+        self._status_code: dict[str, int] = {}
+        self._namespace_code: dict[str, int] = {}
         self.by_entity: dict[str, BitMap] = {}
         self.by_filled: dict[str, BitMap] = {}
         # Where a row sits in a conversation (session, turn), and the rows at each place.
-        self.place_of: list[tuple[str, int] | None] = []
+        self.place_of: dict[int, tuple[str, int]] = {}
         self.rows_at: dict[tuple[str, int], list[int]] = {}
         self._by_namespace: dict[str, BitMap] = {}
         self._by_kind: dict[str, BitMap] = {}
@@ -60,27 +76,27 @@ class RowTable:
         """Give each document the next row; a key already present retires its old row."""
         self._generation += 1
         start = len(self.keys)
-        for document in documents:
-            old = self.row_of.get(document.key)
-            if old is not None:
-                self.live.discard(old)
-        self._grow_times(start + len(documents))
+        keys = [d.key for d in documents]
+        old = self.keys.numbers(keys)
+        self.live -= BitMap(old[old >= 0].tolist())
+        newest = {key: offset for offset, key in enumerate(keys)}  # a key twice: its last row is live
+        self._grow(start, start + len(documents))
+        self.keys.append(keys)
         for offset, document in enumerate(documents):
             row = start + offset
-            self.keys.append(document.key)
-            self.owners.append(document.owner)
-            self.status_of.append(document.status)
-            # One string per namespace, not one per row: a store read gives each row its own copy.
-            self.namespace_of.append(sys.intern(document.namespace))
-            place = (
-                (document.session, document.turn) if document.session and document.turn is not None else None
-            )
-            self.place_of.append(place)
-            if place is not None:
+            if document.key.startswith(document.owner) and len(document.owner) < 1 << 16:
+                self._owner_length[row] = len(document.owner)
+            else:
+                self._other_owners[row] = document.owner
+            self._status_codes[row] = _code(document.status, self._statuses, self._status_code)
+            self._namespace_codes[row] = _code(document.namespace, self._namespaces, self._namespace_code)
+            if document.session and document.turn is not None:
+                place = (document.session, document.turn)
+                self.place_of[row] = place
                 self.rows_at.setdefault(place, []).append(row)
-            self.row_of[document.key] = row
             self.times_ms[row] = int(document.time.timestamp() * 1000)
-            self.live.add(row)
+            if newest[document.key] == offset:
+                self.live.add(row)
             self._by_namespace.setdefault(document.namespace, BitMap()).add(row)
             self._by_kind.setdefault(document.kind, BitMap()).add(row)
             self._by_status.setdefault(document.status, BitMap()).add(row)
@@ -94,21 +110,44 @@ class RowTable:
             for w in document.filled:
                 self.by_filled.setdefault(w, BitMap()).add(row)
 
-    def _grow_times(self, needed: int) -> None:
+    def _grow(self, used: int, needed: int) -> None:
+        """Room for ``needed`` rows in the per-row arrays (grown by half, not doubled: at a
+        million rows the spare room is itself megabytes)."""
         if needed > len(self.times_ms):
-            grown = np.zeros(max(needed, 2 * len(self.times_ms), 1024), dtype=np.int64)
-            grown[: len(self.keys)] = self.times_ms[: len(self.keys)]
-            self.times_ms = grown
+            size = max(needed, len(self.times_ms) + len(self.times_ms) // 2, 1024)
+            for name in ("times_ms", "_owner_length", "_status_codes", "_namespace_codes"):
+                old = getattr(self, name)
+                grown = np.zeros(size, dtype=old.dtype)
+                grown[:used] = old[:used]
+                setattr(self, name, grown)
+
+    def status(self, row: int) -> str:
+        return self._statuses[int(self._status_codes[row])]
+
+    def namespace(self, row: int) -> str:
+        return self._namespaces[int(self._namespace_codes[row])]
+
+    def owner(self, row: int) -> str:
+        other = self._other_owners.get(row) if self._other_owners else None
+        return other if other is not None else self.keys[row][: self._owner_length[row]]
+
+    def row_of(self, key: str) -> int | None:
+        """The row of a key's newest version, or None."""
+        return self.keys.get(key)
+
+    def settle(self) -> None:
+        """After a large load: the keys sorted for lookup, spare capacity given back."""
+        self.keys.settle()
 
     def set_status(self, key: str, status: str) -> bool:
         """Move a document's row to another status in place; False when the key is unknown."""
-        row = self.row_of.get(key)
+        row = self.keys.get(key)
         if row is None:
             return False
         self._generation += 1
-        self._by_status[self.status_of[row]].discard(row)
+        self._by_status[self.status(row)].discard(row)
         self._by_status.setdefault(status, BitMap()).add(row)
-        self.status_of[row] = status
+        self._status_codes[row] = _code(status, self._statuses, self._status_code)
         return True
 
     def live_keys(self) -> list[str]:
@@ -157,7 +196,7 @@ class RowTable:
 
     def adjacent(self, row: int) -> list[int]:
         """Rows of the turns just before and after this row's turn, in the same session."""
-        place = self.place_of[row]
+        place = self.place_of.get(row)
         if place is None:
             return []
         session, turn = place

@@ -3,7 +3,7 @@
 Recall answers with a few memories and reads them from here (one ``pread`` each, from the page
 cache once read), so the whole store's copies need not sit in the daemon's heap: at a million
 memories they were ~0.36 GB of its RSS as compressed bytes in a dict. What stays in RAM is each
-key's place in the file, packed in one int.
+key's place in the file, in arrays by the key's number in a :class:`~mnemo.index.keys.KeyTable`.
 
 The file is unlinked as soon as it is created, in the directory given — the daemon's
 index directory, private to the user — so nothing is left behind when the process ends, however
@@ -19,10 +19,13 @@ import tempfile
 import threading
 import weakref
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
 
-_LENGTH_BITS = 32
-_LENGTH_MASK = (1 << _LENGTH_BITS) - 1
+import numpy as np
+
+from mnemo.index.keys import KeyTable
+
 _COMPACT_MIN_BYTES = 64 << 20
 
 
@@ -36,31 +39,65 @@ class Shelf:
         self._fd, self._closer = self._new_file()
         self._end = 0
         self._garbage = 0
-        self._where: dict[str, int] = {}  # key -> offset << 32 | length
+        self._keys = KeyTable()  # each key once: its number is where its place is
+        self._offsets = np.zeros(0, dtype=np.int64)
+        self._lengths = np.zeros(0, dtype=np.uint32)
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        return len(self._where)
+        return len(self._keys)
 
     def put(self, key: str, value: str) -> None:
         """Keep ``value`` (text, kept compressed) under ``key``, replacing what it had."""
-        payload = zlib.compress(value.encode(), 1)
+        self.put_many([(key, value)])
+
+    def put_many(self, items: Sequence[tuple[str, str]]) -> None:
+        """``put`` each (key, value), in order: of a key given twice, the last value is kept."""
+        payloads = [zlib.compress(value.encode(), 1) for _, value in items]
+        for (key, _), payload in zip(items, payloads, strict=True):
+            if len(payload) >= 1 << 32:
+                raise ValueError(f"{key}: a text of {len(payload):,} bytes compressed is too long to keep")
+        if not items:
+            return
+        keys = [key for key, _ in items]
         with self._lock:
-            os.pwrite(self._fd, payload, self._end)
-            old = self._where.get(key)
-            if old is not None:
-                self._garbage += old & _LENGTH_MASK
-            self._where[key] = self._end << _LENGTH_BITS | len(payload)
-            self._end += len(payload)
+            os.pwrite(self._fd, b"".join(payloads), self._end)
+            known = self._keys.numbers(keys).tolist()
+            new = {k: None for k, n in zip(keys, known, strict=True) if n < 0}  # in order, once each
+            first = len(self._keys)
+            self._keys.append(list(new))
+            self._grow(len(self._keys))
+            numbered = {k: first + i for i, k in enumerate(new)}
+            written: set[int] = set()
+            for key, held, payload in zip(keys, known, payloads, strict=True):
+                number = held if held >= 0 else numbered[key]
+                if number < first or number in written:  # what it held becomes garbage
+                    self._garbage += int(self._lengths[number])
+                written.add(number)
+                self._offsets[number], self._lengths[number] = self._end, len(payload)
+                self._end += len(payload)
             if self._garbage > max(_COMPACT_MIN_BYTES, self._end - self._garbage):
                 self._compact()
 
+    def _grow(self, needed: int) -> None:
+        if needed > len(self._offsets):
+            size = max(needed, len(self._offsets) + len(self._offsets) // 2, 1024)
+            self._offsets = np.resize(self._offsets, size)
+            self._lengths = np.resize(self._lengths, size)
+
+    def settle(self) -> None:
+        """After a large load: keys sorted for lookup, spare room given back."""
+        with self._lock:
+            self._keys.settle()
+            self._offsets = self._offsets[: len(self._keys)].copy()
+            self._lengths = self._lengths[: len(self._keys)].copy()
+
     def get(self, key: str) -> str | None:
         with self._lock:  # a compaction swaps the file and every place at once
-            where = self._where.get(key)
-            if where is None:
+            number = self._keys.get(key)
+            if number is None:
                 return None
-            payload = os.pread(self._fd, where & _LENGTH_MASK, where >> _LENGTH_BITS)
+            payload = os.pread(self._fd, int(self._lengths[number]), int(self._offsets[number]))
         return zlib.decompress(payload).decode()
 
     @property
@@ -78,10 +115,10 @@ class Shelf:
         """Copy the live versions to a fresh file (under the lock)."""
         fd, closer = self._new_file()
         end = 0
-        for key, where in self._where.items():
-            length = where & _LENGTH_MASK
-            os.pwrite(fd, os.pread(self._fd, length, where >> _LENGTH_BITS), end)
-            self._where[key] = end << _LENGTH_BITS | length
+        for number in range(len(self._keys)):
+            length = int(self._lengths[number])
+            os.pwrite(fd, os.pread(self._fd, length, int(self._offsets[number])), end)
+            self._offsets[number] = end
             end += length
         self._closer()
         self._fd, self._closer, self._end, self._garbage = fd, closer, end, 0

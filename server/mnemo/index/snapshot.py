@@ -26,11 +26,12 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from mnemo.index.vectors import SavedLists, VectorIndex
 
@@ -61,9 +62,10 @@ class ListsSnapshot:
     def manifest_path(self) -> Path:
         return self._path("json")
 
-    def read(self, row_of: Mapping[str, int], dim: int) -> SavedLists | None:
-        """The saved lists, with the row now holding each saved row's key; None when there are
-        none or they do not check out (a warning says why)."""
+    def read(self, rows_of: Callable[[list[str]], npt.NDArray[np.int64]], dim: int) -> SavedLists | None:
+        """The saved lists, with the row now holding each saved row's key (``rows_of`` maps keys to
+        rows, -1 for a key not indexed); None when there are none or they do not check out (a
+        warning says why)."""
         try:
             manifest = json.loads(self.manifest_path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -85,10 +87,15 @@ class ListsSnapshot:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             logger.warning("vector lists snapshot %s ignored: %s", self.manifest_path, exc)
             return None
+        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+            logger.warning(
+                "vector lists snapshot %s ignored: its keys are not a list of strings", self.manifest_path
+            )
+            return None
         if not (len(fingerprints) == len(lists) == len(keys) == manifest["rows"]):
             logger.warning("vector lists snapshot %s ignored: its parts disagree on size", self.manifest_path)
             return None
-        rows = np.fromiter((row_of.get(k, -1) for k in keys), dtype=np.int64, count=len(keys))
+        rows = rows_of(keys)
         return SavedLists(centroids, trained_rows, rows, fingerprints, lists)
 
     def _check(self, manifest: Any, dim: int) -> str:

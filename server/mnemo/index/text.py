@@ -82,13 +82,18 @@ def _stemmer(language: Language) -> Callable[[str], str]:
     # word, and the cache would keep it. Cached words take no lock.
     stemming = threading.Lock()
 
-    @lru_cache(maxsize=200_000)
-    def stem(word: str) -> str:
-        # Identifiers, numbers and short words are kept as written: "v2", "lb.tf", "120", "db".
-        if len(word) <= 3 or not word.isalpha():
-            return word
+    @lru_cache(maxsize=65_536)
+    def stemmed(word: str) -> str:
         with stemming:
             return str(algorithm.stemWord(word))
+
+    def stem(word: str) -> str:
+        # Identifiers, numbers and short words are kept as written: "v2", "lb.tf", "120", "db".
+        # Not cached: a store's identifiers (a ticket each) would fill the cache, and every entry
+        # made while the index is built pins a page of heap for good.
+        if len(word) <= 3 or not word.isalpha():
+            return word
+        return stemmed(word)
 
     return stem
 
