@@ -34,13 +34,13 @@ class LexicalIndex:
         self._vocabulary = Vocabulary()
         self._indptr = np.zeros(1, dtype=np.int64)
         self._rows = np.zeros(0, dtype=np.int32)
-        self._tfs = np.zeros(0, dtype=np.float32)
+        self._tfs = np.zeros(0, dtype=np.uint16)  # the base's term frequencies (capped at 65,535)
         self._recent: dict[int, list[tuple[int, int]]] = {}
         self._recent_rows = 0
         self._lengths = np.zeros(0, dtype=np.float32)
         self._size = 0
         self._total_length = 0.0
-        self._df = np.zeros(0, dtype=np.int64)
+        self._df = np.zeros(0, dtype=np.int32)
         # Per common term, the rows of its POOL_PER_TERM highest-impact base postings.
         self._heads: dict[int, npt.NDArray[np.int32]] = {}
         # Per common term, the highest-impact rows of its recent postings (dropped on change).
@@ -98,7 +98,7 @@ class LexicalIndex:
     def _bump_df(self, term_ids: npt.NDArray[np.int64]) -> None:
         """Count one more document for each of ``term_ids`` (one entry per document and term)."""
         if len(self._vocabulary) > len(self._df):
-            grown = np.zeros(max(len(self._vocabulary), 2 * len(self._df)), dtype=np.int64)
+            grown = np.zeros(max(len(self._vocabulary), 2 * len(self._df)), dtype=np.int32)
             grown[: len(self._df)] = self._df
             self._df = grown
         np.add.at(self._df, term_ids, 1)  # touches only these terms (a bincount would walk the vocabulary)
@@ -131,11 +131,12 @@ class LexicalIndex:
         self, term_ids: npt.NDArray[np.int64], rows: npt.NDArray[np.int32], tfs: npt.NDArray[np.float32]
     ) -> None:
         order = np.lexsort((rows, term_ids))
-        term_ids, self._rows, self._tfs = term_ids[order], rows[order], tfs[order]
+        term_ids, self._rows = term_ids[order], rows[order]
+        self._tfs = np.minimum(tfs[order], np.iinfo(np.uint16).max).astype(np.uint16)
         counts = np.bincount(term_ids, minlength=len(self._vocabulary))
         self._indptr = np.zeros(len(self._vocabulary) + 1, dtype=np.int64)
         np.cumsum(counts, out=self._indptr[1:])
-        self._df = counts.astype(np.int64)
+        self._df = counts.astype(np.int32)
         self._recent, self._recent_rows = {}, 0
         self._recent_arrays = {}
         self._recent_heads = {}
@@ -145,7 +146,7 @@ class LexicalIndex:
         average = self._total_length / max(self._size, 1)
         for term_id in np.flatnonzero(counts > POOL_PER_TERM).tolist():
             lo, hi = int(self._indptr[term_id]), int(self._indptr[term_id + 1])
-            tfs_term = self._tfs[lo:hi]
+            tfs_term = self._tfs[lo:hi].astype(np.float32)
             impact = tfs_term / (tfs_term + K1 * (1 - B + B * self._lengths[self._rows[lo:hi]] / average))
             head = lo + np.argsort(-impact, kind="stable")[:POOL_PER_TERM]
             self._heads[term_id] = self._rows[head]
@@ -176,7 +177,7 @@ class LexicalIndex:
         if term_id + 1 < len(self._indptr):
             lo, hi = self._indptr[term_id], self._indptr[term_id + 1]
             if hi > lo:
-                segments.append((self._rows[lo:hi], self._tfs[lo:hi]))
+                segments.append((self._rows[lo:hi], self._tfs[lo:hi].astype(np.float32)))
         recent = self._recent_postings(term_id)
         if recent is not None:
             segments.append(recent)
