@@ -48,7 +48,7 @@ def test_keys_whose_hashes_collide_are_told_apart_by_their_bytes() -> None:
     a, b, c = Clashing("alpha"), Clashing("beta"), Clashing("gamma")
     table.append([a, b])
     assert (table.get(a), table.get(b), table.get(c)) == (0, 1, None)
-    table.append([b, c, a])  # each again, and a third on the same hash
+    assert table.append([b, c, a]).tolist() == [1, -1, 0]  # each again, a third on the same hash
     assert (table.get(a), table.get(b), table.get(c)) == (4, 2, 3)
     assert table.numbers([a, b, c, Clashing("delta")]).tolist() == [4, 2, 3, -1]
     table.settle()

@@ -23,20 +23,22 @@ _MERGE_MIN = 4_096
 _MERGE_FRACTION = 0.1
 
 
-_Array = TypeVar("_Array", npt.NDArray[np.uint8], npt.NDArray[np.int64])
+_Item = TypeVar("_Item", bound=np.generic)
 
 
-def _grown(array: _Array, used: int, needed: int) -> _Array:
-    """``array`` with room for ``needed`` items, its first ``used`` kept (grown by half at least)."""
+def grown(array: npt.NDArray[_Item], used: int, needed: int) -> npt.NDArray[_Item]:
+    """``array`` with room for ``needed`` items, its first ``used`` kept (grown by half at least,
+    not doubled: at a million rows the spare room is itself megabytes)."""
     if needed <= len(array):
         return array
-    grown = np.zeros(max(needed, len(array) + len(array) // 2, 1024), dtype=array.dtype)
-    grown[:used] = array[:used]
-    return grown
+    larger = np.zeros_like(array, shape=(max(needed, len(array) + len(array) // 2, 1024),))
+    larger[:used] = array[:used]
+    return larger
 
 
 class KeyTable:
-    """Keys numbered 0, 1, 2… in the order added. Not thread-safe: its owner locks around it."""
+    """Keys numbered 0, 1, 2… in the order added. Writers lock around it; ``get`` may run beside
+    one writer."""
 
     def __init__(self) -> None:
         self._bytes = np.zeros(0, dtype=np.uint8)
@@ -62,21 +64,19 @@ class KeyTable:
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and self.get(key) is not None
 
-    @property
-    def nbytes(self) -> int:
-        return sum(a.nbytes for a in (self._bytes, self._ends, *self._sorted))
-
-    def append(self, keys: Sequence[str]) -> None:
-        """Number ``keys`` from ``len(self)`` on; a key added before is found at its new number."""
+    def append(self, keys: Sequence[str]) -> npt.NDArray[np.int64]:
+        """Number ``keys`` from ``len(self)`` on; a key added before is found at its new number.
+        Each key's number before this call, or before its earlier place in ``keys``; -1 if none."""
+        prior_numbers = np.full(len(keys), -1, dtype=np.int64)
         if not keys:
-            return
+            return prior_numbers
         encoded = [k.encode() for k in keys]
         start, used = self._size, int(self._ends[self._size - 1]) if self._size else 0
         lengths = np.fromiter((len(e) for e in encoded), dtype=np.int64, count=len(encoded))
         ends = used + np.cumsum(lengths)
-        self._bytes = _grown(self._bytes, used, int(ends[-1]))
+        self._bytes = grown(self._bytes, used, int(ends[-1]))
         self._bytes[used : int(ends[-1])] = np.frombuffer(b"".join(encoded), dtype=np.uint8)
-        self._ends = _grown(self._ends, start, start + len(keys))
+        self._ends = grown(self._ends, start, start + len(keys))
         self._ends[start : start + len(keys)] = ends
         self._size += len(keys)
         hashes = [hash(k) for k in keys]
@@ -84,15 +84,18 @@ class KeyTable:
         for offset, (key, h) in enumerate(zip(keys, hashes, strict=True)):
             number = start + offset
             if key in self._others:
+                prior_numbers[offset] = self._others[key]
                 self._others[key] = number
                 continue
             prior = self._recent.get(h, held[offset])
             if prior >= 0 and self[prior] != key:
                 self._others[key] = number  # its hash is another key's
             else:
+                prior_numbers[offset] = prior
                 self._recent[h] = number
         if len(self._recent) > max(_MERGE_MIN, _MERGE_FRACTION * len(self._sorted[0])):
             self._merge()
+        return prior_numbers
 
     def _held(self, hashes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """The sorted arrays' number for each of ``hashes``, or -1."""
@@ -126,8 +129,12 @@ class KeyTable:
         h = hash(key)
         number = self._recent.get(h)
         if number is None:
-            number = int(self._held(np.asarray([h], dtype=np.int64))[0])
-        return number if number >= 0 and self[number] == key else None
+            hashes, numbers = self._sorted
+            at = int(hashes.searchsorted(h))  # one key: no arrays made for it
+            if at == len(hashes) or hashes[at] != h:
+                return None
+            number = int(numbers[at])
+        return number if self[number] == key else None
 
     def numbers(self, keys: Sequence[str]) -> npt.NDArray[np.int64]:
         """The newest number of each of ``keys``, -1 for a key never added."""

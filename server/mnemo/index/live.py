@@ -167,14 +167,9 @@ class RecallEngine:
 
     def load_vectors(self, keys: list[tuple[str, int]], matrix: npt.NDArray[np.float32]) -> None:
         """Vectors read from the store at start (memory ids have part 0 and no '#'): a bulk load
-        (see ``finish_build``)."""
-        memory_rows = [i for i, (owner, _) in enumerate(keys) if self.memories.has_key(owner)]
-        if memory_rows:
-            self.memories.put_vectors([keys[i][0] for i in memory_rows], matrix[memory_rows], bulk=True)
-        passage_rows = [i for i, (o, p) in enumerate(keys) if self.passages.has_key(passage_key(o, p))]
-        if passage_rows:
-            keys_of_rows = [passage_key(*keys[i]) for i in passage_rows]
-            self.passages.put_vectors(keys_of_rows, matrix[passage_rows], bulk=True)
+        (see ``finish_build``). Each index takes those of its keys and skips the others."""
+        self.memories.put_vectors([owner for owner, _ in keys], matrix, bulk=True)
+        self.passages.put_vectors([passage_key(o, p) for o, p in keys], matrix, bulk=True)
 
     def finish_build(self, directory: Path | None) -> list[str]:
         """After the start-up load (pages added with ``bulk``, then ``load_vectors``): the words

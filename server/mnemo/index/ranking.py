@@ -97,7 +97,7 @@ def rank(
         start = int(query.dates.start.timestamp() * 1000)
         end = int(query.dates.end.timestamp() * 1000)
         date = ((times >= start) & (times < end)).astype(np.float32)
-    is_current = np.fromiter((table.status(r) != CLOSED for r in rows.tolist()), dtype=bool, count=len(rows))
+    is_current = ~table.has_status(rows, CLOSED)
     history = (~is_current).astype(np.float32) if query.is_history else np.zeros(len(rows), np.float32)
     score = (
         relevance

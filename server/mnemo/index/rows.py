@@ -15,7 +15,7 @@ import numpy.typing as npt
 from pyroaring import BitMap
 
 from mnemo.index.documents import Document, SearchQuery
-from mnemo.index.keys import KeyTable
+from mnemo.index.keys import KeyTable, grown
 
 _MAX_CACHED_MASKS = 32
 
@@ -77,11 +77,10 @@ class RowTable:
         self._generation += 1
         start = len(self.keys)
         keys = [d.key for d in documents]
-        old = self.keys.numbers(keys)
+        old = self.keys.append(keys)
         self.live -= BitMap(old[old >= 0].tolist())
         newest = {key: offset for offset, key in enumerate(keys)}  # a key twice: its last row is live
         self._grow(start, start + len(documents))
-        self.keys.append(keys)
         for offset, document in enumerate(documents):
             row = start + offset
             if document.key.startswith(document.owner) and len(document.owner) < 1 << 16:
@@ -111,18 +110,22 @@ class RowTable:
                 self.by_filled.setdefault(w, BitMap()).add(row)
 
     def _grow(self, used: int, needed: int) -> None:
-        """Room for ``needed`` rows in the per-row arrays (grown by half, not doubled: at a
-        million rows the spare room is itself megabytes)."""
-        if needed > len(self.times_ms):
-            size = max(needed, len(self.times_ms) + len(self.times_ms) // 2, 1024)
-            for name in ("times_ms", "_owner_length", "_status_codes", "_namespace_codes"):
-                old = getattr(self, name)
-                grown = np.zeros(size, dtype=old.dtype)
-                grown[:used] = old[:used]
-                setattr(self, name, grown)
+        """Room for ``needed`` rows in the per-row arrays."""
+        self.times_ms = grown(self.times_ms, used, needed)
+        self._owner_length = grown(self._owner_length, used, needed)
+        self._status_codes = grown(self._status_codes, used, needed)
+        self._namespace_codes = grown(self._namespace_codes, used, needed)
 
     def status(self, row: int) -> str:
         return self._statuses[int(self._status_codes[row])]
+
+    def has_status(self, rows: npt.NDArray[np.int64], status: str) -> npt.NDArray[np.bool_]:
+        """Whether each of ``rows`` has ``status``."""
+        code = self._status_code.get(status)
+        if code is None:
+            return np.zeros(len(rows), dtype=bool)
+        found: npt.NDArray[np.bool_] = self._status_codes[rows] == code
+        return found
 
     def namespace(self, row: int) -> str:
         return self._namespaces[int(self._namespace_codes[row])]

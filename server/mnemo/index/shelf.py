@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mnemo.index.keys import KeyTable
+from mnemo.index.keys import KeyTable, grown
 
 _COMPACT_MIN_BYTES = 64 << 20
 
@@ -66,7 +66,8 @@ class Shelf:
             new = {k: None for k, n in zip(keys, known, strict=True) if n < 0}  # in order, once each
             first = len(self._keys)
             self._keys.append(list(new))
-            self._grow(len(self._keys))
+            self._offsets = grown(self._offsets, first, len(self._keys))
+            self._lengths = grown(self._lengths, first, len(self._keys))
             numbered = {k: first + i for i, k in enumerate(new)}
             written: set[int] = set()
             for key, held, payload in zip(keys, known, payloads, strict=True):
@@ -78,12 +79,6 @@ class Shelf:
                 self._end += len(payload)
             if self._garbage > max(_COMPACT_MIN_BYTES, self._end - self._garbage):
                 self._compact()
-
-    def _grow(self, needed: int) -> None:
-        if needed > len(self._offsets):
-            size = max(needed, len(self._offsets) + len(self._offsets) // 2, 1024)
-            self._offsets = np.resize(self._offsets, size)
-            self._lengths = np.resize(self._lengths, size)
 
     def settle(self) -> None:
         """After a large load: keys sorted for lookup, spare room given back."""
