@@ -56,10 +56,14 @@ def normalise_remote(url: str) -> str:
 
 
 def repo_root(start: Path) -> Path | None:
-    """The root of the git repository (or worktree) holding ``start``; None outside any."""
+    """The root of the git repository (or worktree) holding ``start``; None outside any (or for a
+    path the system cannot look at: a name too long, a directory not readable)."""
     for directory in (start, *start.parents):
-        if (directory / ".git").exists():
-            return directory
+        try:
+            if (directory / ".git").exists():
+                return directory
+        except OSError:
+            continue
     return None
 
 

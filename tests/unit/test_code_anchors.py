@@ -3,8 +3,11 @@ tests/daemon/test_code_anchors.py for the repository)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from mnemo.code.anchors import named_paths
 from mnemo.code.check import CodeFlag
+from mnemo.workspace import repo_root
 
 
 def test_paths_are_found_in_prose_and_tool_calls_but_not_versions_urls_or_addresses() -> None:
@@ -32,3 +35,11 @@ def test_a_flag_says_what_changed_and_what_the_file_no_longer_holds() -> None:
     assert moved.note() == "a.py moved to b.py" and not moved.stale
     both = CodeFlag("moved and changed", "a.py", since, new_path="b.py", commits=("1234567",))
     assert both.note() == "a.py (now b.py) changed in 1234567 since" and both.stale
+
+
+def test_the_repository_of_a_path_the_system_cannot_look_at_is_none_not_an_error(tmp_path: Path) -> None:
+    # A hook's cwd is the host's word: a name past the system's limit makes stat fail (ENAMETOOLONG).
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    assert repo_root(tmp_path / "repo" / "src") == tmp_path / "repo"
+    assert repo_root(tmp_path / "repo" / ("x" * 5_000)) == tmp_path / "repo"
+    assert repo_root(Path("/srv") / ("x" * 5_000)) is None
