@@ -3,8 +3,9 @@
 For each size and embedder it prints:
 - store load time (bulk insert, not measured as a product figure);
 - index build: the daemon's own start-up build from the store (memories, entities, vectors),
-  its time and the daemon's RSS once built; then the same daemon started again, adopting the
-  vector lists the first one saved (its time, RSS, and one round of end-to-end recall);
+  its time and the daemon's RSS once built (and what of it is anonymous memory, not file pages);
+  then the same daemon started again, reading the memories' index from the image the first one
+  saved (its time, RSS, and one round of end-to-end recall);
 - the question's embedding alone, in this process, p50/p95 (the part of end to end that is
   the model's, not the index's);
 - the in-process build's RSS by step: rows, words and the shelf's keys; int8 codes; BM25's
@@ -198,13 +199,14 @@ async def index_built(client: DaemonClient) -> Status:
     return status
 
 
-def _index_finished(settings: Settings) -> str | None:
-    """The daemon log's last "index finished in …" (what the build's end did with the vector lists)."""
+def _logged(settings: Settings, start: str) -> str | None:
+    """The daemon log's last line part from ``start`` on ("index finished in …": what the build's
+    end did with the vector lists; "index image saved in …"; "index image read in …")."""
     try:
         log = settings.log_path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
-    at = log.rfind("index finished in")
+    at = log.rfind(start)
     if at < 0:
         return None
     end = log.find("\n", at)
@@ -216,10 +218,11 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
     return statistics.median(ordered), ordered[max(0, int(0.95 * len(ordered)) - 1)]
 
 
-def rss_mb(pid: int) -> float:
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """A process's resident memory in MB: all of it (VmRSS), or its anonymous part (RssAnon)."""
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
     return float("nan")
 
@@ -329,12 +332,14 @@ def bench(size: int, embedder_id: str, runs: int, rounds: int, ranking_only: boo
             async with DaemonClient(settings) as client:
                 started = time.perf_counter()
                 status = await index_built(client)
-                finished = _index_finished(settings)
+                logged = [_logged(settings, start) for start in ("index finished in", "index image")]
                 print(
                     f"daemon {start} {time.perf_counter() - started:.1f} s, "
-                    f"daemon RSS {rss_mb(status.pid):,.0f} MB, backlog {status.embedding_backlog}"
+                    f"daemon RSS {rss_mb(status.pid):,.0f} MB "
+                    f"(anonymous {rss_mb(status.pid, 'RssAnon'):,.0f} MB), "
+                    f"backlog {status.embedding_backlog}, memories from {status.index_memories_from}"
                     + "".join(f"\n  {lists}" for lists in status.vector_lists)
-                    + (f"\n  {finished}" if finished else "")
+                    + "".join(f"\n  {line}" for line in logged if line)
                 )
                 for question in QUESTIONS:  # warm-up
                     await client.recall(RecallRequest(query=question))
@@ -359,7 +364,7 @@ def bench(size: int, embedder_id: str, runs: int, rounds: int, ranking_only: boo
         try:
             anyio.run(through_daemon, "start + index build", rounds)
             stop_daemon(settings)
-            anyio.run(through_daemon, "restart (the saved vector lists adopted)", 1)
+            anyio.run(through_daemon, "restart (the saved index image read)", 1)
         finally:
             stop_daemon(settings)
 

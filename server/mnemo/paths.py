@@ -140,6 +140,31 @@ def write_private(path: str, text: str) -> None:
         out.write(text)
 
 
+HASH_SEED_ENV = "PYTHONHASHSEED"
+_HASH_SEED_NAME = "hash-seed"
+
+
+def index_hash_seed(index_dir: str) -> str:
+    """The string hash salt the user's daemon runs with (``PYTHONHASHSEED``), made at random once
+    and kept in the index directory: a saved index finds its keys by their hashes, so the next
+    daemon must hash alike (mnemo.index.image), while no one else knows the salt."""
+    path = os.path.join(index_dir, _HASH_SEED_NAME)
+    try:
+        with open(path, encoding="ascii") as f:
+            seed = f.read().strip()
+        if seed.isdigit() and 0 < int(seed) < 1 << 32:
+            return seed
+    except (FileNotFoundError, UnicodeDecodeError):
+        pass
+    os.makedirs(index_dir, mode=0o700, exist_ok=True)
+    seed = str(1 + int.from_bytes(os.urandom(4), "big") % ((1 << 32) - 1))
+    try:
+        write_private(path, seed)
+    except FileExistsError:  # another spawner drew one at the same moment: theirs stands
+        return index_hash_seed(index_dir)
+    return seed
+
+
 def try_lock(path: str | os.PathLike[str]) -> int | None:
     """Take an exclusive lock on ``path`` without waiting; return the fd to keep it, or None if held."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from datetime import UTC, datetime, timedelta
 
 import anyio
@@ -241,7 +242,9 @@ def test_a_restarted_daemon_adopts_the_vector_lists_it_saved_and_finds_what_chan
 
     # While the daemon is down, a memory gets the first question's vector, and a new one, first
     # in the store's order (every row after it moves), the second's. The next start keeps the
-    # saved lists under the new rows, drops the changed row, sorts in both.
+    # saved lists under the new rows, drops the changed row, sorts in both. (The whole index's
+    # image would spare the build: it is set aside here, as one that does not check out is.)
+    shutil.rmtree(home.settings.index_dir / "memories.image")
     store = open_store(home.settings.store)
     try:
         store.put_memories([make_memory("a0001", "a new note", at)])
@@ -252,3 +255,56 @@ def test_a_restarted_daemon_adopts_the_vector_lists_it_saved_and_finds_what_chan
     assert lists[0] == f"memories: saved lists adopted: {count - 1:,} rows kept, 1 dropped, 2 added"
     assert second == ["m00042", "a0001", "m00007"]
     assert f"memories: saved lists adopted: {count - 1:,} rows kept" in home.mnemo("status").stdout
+
+
+def test_a_restarted_daemon_reads_its_saved_image_and_applies_what_the_store_got_since(home: Home) -> None:
+    embedder = load_embedder(home.settings)
+    assert embedder is not None
+    at = datetime(2026, 11, 2, tzinfo=UTC)
+    memories = [make_memory(f"m{i:05d}", f"note number {i}", at) for i in range(200)]
+    questions = ["which database holds the orders?", "who reviews pull requests?"]
+    asked = embedder.embed_queries(questions)
+    store = open_store(home.settings.store)
+    try:
+        store.migrate()
+        store.put_memories(memories)
+        vectors = np.random.default_rng(4).standard_normal((len(memories), embedder.dim)).astype(np.float32)
+        store.put_embeddings(embedder.model_id, [(m.id, 0) for m in memories], vectors)
+    finally:
+        store.close()
+
+    async def life() -> tuple[str, list[str | None], str]:
+        async with DaemonClient(home.settings) as client:
+            await wait_for_vectors(client)
+            found = [await client.recall(RecallRequest(query=q, limit=5)) for q in questions]
+            closed = await client.recall(RecallRequest(query="note number 5", include_history=True))
+            status = await client.status()
+            return (
+                status.index_memories_from,
+                [f.memories[0].memory.id if f.memories else None for f in found],
+                next(h.memory.status for h in closed.memories if h.memory.id == "m00005"),
+            )
+
+    assert anyio.run(life)[0] == "the store"
+    home.mnemo("daemon", "stop")
+    assert (home.settings.index_dir / "memories.image" / "manifest.json").exists()
+
+    # While the daemon is down the store gets a new memory with its vector, a closed version of
+    # another, and a new vector for a third: the image lacks all three.
+    store = open_store(home.settings.store)
+    try:
+        store.put_memories([make_memory("a0001", "a new note", at)])
+        store.put_memory(memories[5].model_copy(update={"status": MemoryStatus.CLOSED, "version": 2}))
+        store.put_embeddings(embedder.model_id, [("a0001", 0), ("m00042", 0)], asked)
+    finally:
+        store.close()
+    written = _embeddings_written_at(home, embedder.model_id)
+    source, first, status = anyio.run(life)
+    assert source == "the saved image, 2 versions committed since applied"
+    assert first == ["a0001", "m00042"]  # the vectors the store holds, not the image's nor new ones
+    assert status == MemoryStatus.CLOSED
+    home.mnemo("daemon", "stop")
+    assert _embeddings_written_at(home, embedder.model_id) == written, "vectors were recomputed"
+
+    # What was applied was saved with the image at exit: nothing is applied again.
+    assert anyio.run(life) == ("the saved image, 0 versions committed since applied", first, status)

@@ -6,21 +6,26 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
+from mnemo.config import load_settings
+from mnemo.embed import load_embedder
+from mnemo.embed.fallback import FALLBACK_ID
 from mnemo.index.entities import entity_key
 from mnemo.index.live import RecallEngine
 from mnemo.memories import EntityRef, MemoryStatus
-from tests.helpers import frequent_thread_switches, make_memory
+from tests.helpers import Home, frequent_thread_switches, make_memory
 
 NOW = datetime(2026, 11, 30, 15, 0, tzinfo=UTC)
 WRITERS, READERS, PER_WRITER = 2, 2, 400
 
 
-def test_recall_runs_whole_while_threads_add_memories_and_every_entity_added_is_then_found() -> None:
+def test_recall_runs_whole_while_threads_add_memories_and_every_entity_added_is_then_found(
+    home: Home,
+) -> None:
     """Each new entity makes the automaton stale, so every question rebuilds it from the entity
     forms while the writers keep adding to them; each recall must still complete, each memory
     must wait in the embedding backlog once, and once the writers are done the automaton must
-    know every entity they added."""
-    engine = RecallEngine(None)
+    know every entity they added. (With a model: without one there is no backlog.)"""
+    engine = RecallEngine(load_embedder(load_settings({**home.env, "MNEMO_EMBEDDER": FALLBACK_ID})))
     start = threading.Barrier(WRITERS + READERS)
     writing_done = threading.Event()
     names = [[f"service{w}n{n}" for n in range(PER_WRITER)] for w in range(WRITERS)]
@@ -91,3 +96,10 @@ def test_asked_about_the_past_a_closed_memory_comes_before_the_one_that_closed_i
     assert ranked("which day did we deploy the shop before?")[:2] == ["tuesday", "thursday"]
     # Not asked about the past: what is current comes first, the closed ones after it.
     assert ranked("which day do we deploy the shop?")[0] == "thursday"
+
+
+def test_with_no_model_nothing_waits_for_a_vector() -> None:
+    # Words only: a backlog would hold every memory's text, never drained.
+    engine = RecallEngine(None)
+    engine.add_memories([make_memory(f"m{n}", f"note {n}", NOW) for n in range(50)])
+    assert engine.backlog == 0 and engine.take_backlog(100) == []

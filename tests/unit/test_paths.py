@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mnemo.config import load_settings
-from mnemo.paths import INPUTS_ENV, inputs_digest
+from mnemo.paths import INPUTS_ENV, index_hash_seed, inputs_digest
 
 
 @pytest.fixture
@@ -69,3 +69,15 @@ def test_the_hook_process_knows_the_same_hosts_as_the_rest_of_mnemo() -> None:
     from mnemo.vocabulary import TRANSCRIPT_HOSTS
 
     assert CLIENTS == TRANSCRIPT_HOSTS
+
+
+def test_the_daemons_string_hash_salt_is_drawn_once_private_and_kept(tmp_path: Path) -> None:
+    index_dir = tmp_path / "index"
+    seed = index_hash_seed(str(index_dir))
+    assert seed.isdigit() and 0 < int(seed) < 1 << 32  # what PYTHONHASHSEED takes
+    assert index_hash_seed(str(index_dir)) == seed
+    kept = index_dir / "hash-seed"
+    assert kept.stat().st_mode & 0o777 == 0o600
+    kept.write_text("not a number")  # a damaged file: a new salt (the next start builds anew)
+    again = index_hash_seed(str(index_dir))
+    assert again.isdigit() and index_hash_seed(str(index_dir)) == again

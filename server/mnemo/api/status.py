@@ -102,6 +102,11 @@ class Status(BaseModel):
     index_build_s: float | None = Field(
         default=None, description="How long the start-up index build took (None while it runs)."
     )
+    index_memories_from: str = Field(
+        default="",
+        description="Where the start took the memories' index from: the saved image (and how many "
+        "versions committed since it were applied) or the store ('' while it builds).",
+    )
     vector_lists: list[str] = Field(
         default_factory=list,
         description="Each index's vector lists at the build (adopted from the last run, made, saved).",

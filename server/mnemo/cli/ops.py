@@ -44,6 +44,8 @@ def cmd_status(args: argparse.Namespace, context: Context) -> int:
         write(f"           DEGRADED on this CPU: {status['embedder_degraded']}; see docs/models.md")
     built_s = status["index_build_s"]
     index = "building" if built_s is None else f"built in {built_s:,.1f} s"
+    if status.get("index_memories_from"):
+        index += f" (memories from {status['index_memories_from']})"
     write(f"index      {index}, {status['embedding_backlog']:,} waiting for vectors")
     for lists in status["vector_lists"]:  # at the build; an index too small for lists says nothing
         if not lists.endswith(("no vectors", "no lists needed")):

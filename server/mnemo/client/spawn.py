@@ -45,6 +45,7 @@ def start(
 def _run_intermediate(log_path: str, pid_file: str) -> int:
     from mnemo.config import load_settings  # noqa: PLC0415 - pydantic, in this process only
     from mnemo.errors import MnemoError  # noqa: PLC0415
+    from mnemo.paths import HASH_SEED_ENV, index_hash_seed  # noqa: PLC0415
 
     try:
         settings = load_settings(is_spawned=True)
@@ -53,6 +54,8 @@ def _run_intermediate(log_path: str, pid_file: str) -> int:
         return 1
     # With the digest of what they were read from, which clients compare (mnemo.paths).
     env = {**os.environ, **settings.as_environment()}
+    if settings.index_dir is not None:  # the salt the daemon runs with (mnemo.daemon): no re-exec
+        env[HASH_SEED_ENV] = index_hash_seed(str(settings.index_dir))
     with open(log_path, "ab") as log:
         daemon = subprocess.Popen(
             [sys.executable, "-m", "mnemo.daemon"],

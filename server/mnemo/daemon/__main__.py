@@ -14,6 +14,7 @@ import sys
 from mnemo.config import load_settings
 from mnemo.daemon.server import configure_file_logging, run_daemon
 from mnemo.errors import MnemoError
+from mnemo.paths import HASH_SEED_ENV, index_hash_seed
 
 
 def main() -> int:
@@ -22,6 +23,14 @@ def main() -> int:
     except MnemoError as exc:
         sys.stderr.write(f"mnemo daemon: {exc}\n")
         return 1
+    if settings.index_dir is not None:
+        # The user's own string hash salt, so that the index saved at exit is of use to the next
+        # daemon (mnemo.index.image): set before the interpreter starts, hence a new one if not.
+        seed = index_hash_seed(str(settings.index_dir))
+        env = dict(os.environ)  # noqa: TID251 - the interpreter's knob, passed on whole
+        if env.get(HASH_SEED_ENV) != seed:
+            sys.stdout.flush()
+            os.execve(sys.executable, [sys.executable, "-m", "mnemo.daemon"], {**env, HASH_SEED_ENV: seed})
     configure_file_logging(settings)
     return run_daemon(settings)
 

@@ -25,15 +25,12 @@ import time
 
 import anyio
 
-from mnemo.daemon.indexing import Indexing
+from mnemo.daemon.indexing import SETTLE_US, Indexing
 from mnemo.daemon.storecalls import StoreCalls
 from mnemo.errors import MnemoError
-from mnemo.index.documents import memory_document
-from mnemo.memories import Memory
 
 logger = logging.getLogger(__name__)
 PAGE_ROWS = 1_000
-SETTLE_US = 2_000_000
 
 
 class Follower:
@@ -84,11 +81,7 @@ class Follower:
             self.last_poll = time.monotonic()
             if not changes:
                 return False
-            newest: dict[str, Memory] = {}
-            for _, memory in changes:
-                if memory.version > getattr(newest.get(memory.id), "version", -1):
-                    newest[memory.id] = memory
-            applied = await anyio.to_thread.run_sync(self._apply, list(newest.values()))
+            applied = await anyio.to_thread.run_sync(self._index.apply_newest, [m for _, m in changes])
             if applied:
                 self._index.wake_embedder()
             self.applied += applied
@@ -100,18 +93,6 @@ class Follower:
             # the cursor stops at the settling window, read again next time.
             self._cursor = last if full or last < settled else max(self._cursor, settled)
             return full
-
-    def _apply(self, memories: list[Memory]) -> int:
-        engine = self._index.engine
-        applied = 0
-        for memory in memories:
-            held = engine.memory(memory.id)
-            if held is not None and held.version >= memory.version:
-                continue
-            is_text_changed = held is None or memory_document(held).text != memory_document(memory).text
-            self._index.apply(memory, is_text_changed=is_text_changed)
-            applied += 1
-        return applied
 
     async def behind(self) -> tuple[int, float] | None:
         """How far the index is behind the store: versions committed after the newest one it

@@ -16,6 +16,7 @@ import gc
 import logging
 import time
 from collections.abc import AsyncIterator
+from datetime import datetime, timedelta
 
 import anyio
 import anyio.from_thread
@@ -29,9 +30,10 @@ from mnemo.daemon.storecalls import StoreCalls
 from mnemo.embed import Embedder, normalised
 from mnemo.episodes import Episode
 from mnemo.errors import MnemoError, NotReadyError
-from mnemo.index.documents import passage_key, split_key
+from mnemo.index.documents import memory_document, passage_key, split_key
 from mnemo.index.live import Question, RecallEngine
 from mnemo.memories import Memory
+from mnemo.store.embeddings import Owners
 
 logger = logging.getLogger(__name__)
 EMBED_BATCH = 16
@@ -40,6 +42,13 @@ BUSY_S = 5.0  # and embeds BUSY_BATCH at a time when the last question is more r
 BUSY_BATCH = 2
 BUILD_PAGE_ROWS = 5_000
 KEY_PAGE_ROWS = 50_000
+CHANGES_PAGE_ROWS = 1_000
+# The store's commits of the last seconds may become visible after later ones: a cursor stays this
+# far behind the store's clock (mnemo.daemon.following), and what it reads again applies once.
+SETTLE_US = 2_000_000
+# Vectors are stamped by the writing daemon's clock: those written this long before an image was
+# taken are read again at the next start, for clocks that differ between machines.
+VECTORS_SKEW = timedelta(minutes=1)
 
 
 def _give_back_freed_memory() -> None:
@@ -64,6 +73,10 @@ class Indexing:
         self._backlog_added = anyio.Event()
         self._last_question = 0.0
         self._embedding_in_flight = 0
+        self._image_writes = -1  # the engine's memory writes when the image was saved or read
+        self.memories_from = ""  # once built: "the saved image (…)" or "the store"
+        # What an image is of: the store, as its person reads it (an image of another is not read).
+        self._source = f"{calls.store.dsn_for_display} read by {calls.store.person or 'its one person'}"
 
     @property
     def is_built(self) -> bool:
@@ -94,21 +107,28 @@ class Indexing:
             )
 
     async def build(self) -> None:
-        """Load everything from the store into the engine, page by page."""
+        """Load everything into the engine: the memories from their saved image where there is one
+        that checks out, else page by page from the store; episodes, entities and vectors from the
+        store."""
         started = time.monotonic()
         engine, embedder, calls, store = self.engine, self.engine.embedder, self._calls, self._calls.store
-        embedded: set[str] = set()
         if embedder is not None and embedder.cut_from is not None:
             await self._cut_stored_vectors(embedder, embedder.cut_from)
+        cursor = (await calls(store.store_clock) - SETTLE_US, "", 0)  # what the build reads from now
+        from_image = await self._from_image()
+        embedded: set[str] = set()
         if embedder is not None:
             after_key = ("", 0)
-            while keys := await calls(store.embedding_keys_page, embedder.model_id, after_key, KEY_PAGE_ROWS):
+            keys_page = functools.partial(
+                store.embedding_keys_page, owners="episodes" if from_image else "all"
+            )
+            while keys := await calls(keys_page, embedder.model_id, after_key, KEY_PAGE_ROWS):
                 # A memory's vector is (id, 0); a passage's is (episode id, n), keyed "id#n".
                 embedded.update(passage_key(o, p) for o, p in keys)
                 embedded.update(o for o, p in keys if p == 0)
                 after_key = keys[-1]
         after = ""
-        while memories := await calls(store.memories_page, after, BUILD_PAGE_ROWS):
+        while not from_image and (memories := await calls(store.memories_page, after, BUILD_PAGE_ROWS)):
             await anyio.to_thread.run_sync(
                 functools.partial(engine.add_memories, memories, embedded, bulk=True)
             )
@@ -121,32 +141,105 @@ class Indexing:
             after = episodes[-1].id
         engine.add_entities(await calls(store.all_entities))
         if embedder is not None:
-            async for keys, matrix in self._embedding_pages(embedder.model_id):
+            owners: Owners = "episodes" if from_image else "all"
+            async for keys, matrix in self._embedding_pages(embedder.model_id, owners=owners):
                 await anyio.to_thread.run_sync(engine.load_vectors, keys, matrix)
         finishing = time.monotonic()
         lists = await anyio.to_thread.run_sync(engine.finish_build, self._settings.index_dir)
         logger.info("index finished in %.1f s: %s", time.monotonic() - finishing, "; ".join(lists))
         self.vector_lists = lists
+        if not from_image:
+            await self._save_image(cursor)
         # The index's objects live as long as the daemon: keep the cyclic collector from walking
         # them again at every full collection (a pause proportional to the index's size).
         gc.collect()
         gc.freeze()
         _give_back_freed_memory()
         self.build_s = round(time.monotonic() - started, 3)
+        if not from_image:
+            self.memories_from = "the store"
         self._built.set()
         self._backlog_added.set()
         logger.info(
-            "index built in %.1f s: %d memories, %d episode passages, %d waiting for vectors",
+            "index built in %.1f s: %d memories%s, %d episode passages, %d waiting for vectors",
             time.monotonic() - started,
             len(engine.memories),
+            " (from the saved image)" if from_image else "",
             len(engine.passages),
             engine.backlog,
         )
 
+    async def _from_image(self) -> bool:
+        """Take the memories from their saved image, then apply what the store committed after
+        it; False (nothing taken) when there is none that checks out or it does not match the
+        store."""
+        directory, calls, engine = self._settings.index_dir, self._calls, self.engine
+        if directory is None:
+            return False
+        started = time.monotonic()
+        loaded = await anyio.to_thread.run_sync(engine.load_image, directory, self._source)
+        if loaded is None:
+            return False
+        cursor, saved_at = loaded
+        applied = 0
+        while changes := await calls(calls.store.memory_changes, cursor, CHANGES_PAGE_ROWS):
+            applied += await anyio.to_thread.run_sync(self.apply_newest, [m for _, m in changes])
+            cursor = changes[-1][0]
+        if engine.embedder is not None:
+            # Vectors written since (by another daemon, or a re-embed): taken, not recomputed.
+            since = saved_at - VECTORS_SKEW
+            async for keys, matrix in self._embedding_pages(
+                engine.embedder.model_id, owners="memories", since=since
+            ):
+                owners = [owner for owner, _ in keys]
+                await anyio.to_thread.run_sync(engine.memories.put_vectors, owners, matrix)
+        held, stored = len(engine.memories), await calls(calls.store.memory_count)
+        if held != stored:
+            logger.warning(
+                "the index image holds %d memories, the store %d: the index is built from the store",
+                held,
+                stored,
+            )
+            engine.clear_memories()
+            return False
+        logger.info(
+            "index image read in %.1f s: %d memories, %d versions committed since applied",
+            time.monotonic() - started,
+            held,
+            applied,
+        )
+        self.memories_from = f"the saved image, {applied:,} versions committed since applied"
+        # Versions applied since the image was taken make it worth saving again at exit.
+        self._image_writes = -1 if applied else engine.memory_writes
+        return True
+
+    async def _save_image(self, cursor: tuple[int, str, int]) -> None:
+        """Save the memories' image (never raises: without one, the next start reads the store)."""
+        directory = self._settings.index_dir
+        if directory is None:
+            return
+        started = time.monotonic()
+        writes = self.engine.memory_writes
+        try:
+            written = await anyio.to_thread.run_sync(self.engine.save_image, directory, self._source, cursor)
+        except Exception:
+            logger.exception("index image not saved")
+            return
+        self._image_writes = writes
+        logger.info("index image saved in %.1f s: %.0f MB", time.monotonic() - started, written / 1e6)
+
     async def save(self) -> None:
-        """At exit: save the vector lists that changed much since the start (never raises)."""
+        """At exit: save the memories' image if they changed since it was taken, and the vector
+        lists that changed much since the start (never raises)."""
         if not self._built.is_set():
             return
+        if self.engine.memory_writes != self._image_writes:
+            try:
+                cursor = (await self._calls(self._calls.store.store_clock) - SETTLE_US, "", 0)
+            except MnemoError as exc:
+                logger.warning("index image not saved: %s", exc)
+            else:
+                await self._save_image(cursor)
         started = time.monotonic()
         try:
             saved = await anyio.to_thread.run_sync(self.engine.save_lists, self._settings.index_dir)
@@ -181,11 +274,12 @@ class Indexing:
             )
 
     async def _embedding_pages(
-        self, model: str
+        self, model: str, *, owners: Owners = "all", since: datetime | None = None
     ) -> AsyncIterator[tuple[list[tuple[str, int]], npt.NDArray[np.float32]]]:
         after = ("", 0)
+        page = functools.partial(self._calls.store.embeddings_page, owners=owners, since=since)
         while True:
-            keys, matrix = await self._calls(self._calls.store.embeddings_page, model, after, BUILD_PAGE_ROWS)
+            keys, matrix = await self._calls(page, model, after, BUILD_PAGE_ROWS)
             if not keys:
                 return
             yield keys, matrix
@@ -200,6 +294,23 @@ class Indexing:
         self.engine.add_entities(entities)
         await anyio.to_thread.run_sync(self.engine.add_memories, [memory])
         self.wake_embedder()
+
+    def apply_newest(self, versions: list[Memory]) -> int:
+        """Apply each memory's newest of ``versions`` where it is newer than the index's copy (a
+        version already applied is skipped); how many were applied. Callable from a worker thread."""
+        newest: dict[str, Memory] = {}
+        for memory in versions:
+            if memory.version > getattr(newest.get(memory.id), "version", -1):
+                newest[memory.id] = memory
+        applied = 0
+        for memory in newest.values():
+            held = self.engine.memory(memory.id)
+            if held is not None and held.version >= memory.version:
+                continue
+            is_text_changed = held is None or memory_document(held).text != memory_document(memory).text
+            self.apply(memory, is_text_changed=is_text_changed)
+            applied += 1
+        return applied
 
     def apply(self, memory: Memory, *, is_text_changed: bool) -> None:
         """Apply a new version of a stored memory to the index at once (a new text: re-indexed,

@@ -202,6 +202,7 @@ class Daemon:
             embedder_degraded=self.embedder_degraded,
             index_ready=self.index.is_built,
             index_build_s=self.index.build_s,
+            index_memories_from=self.index.memories_from,
             vector_lists=self.index.vector_lists,
             embedding_backlog=self.index.backlog,
             store_follow=None

@@ -69,6 +69,13 @@ class CodeGroup:
         self.rows = np.zeros(0, dtype=np.int64)
         self.size = 0
 
+    @classmethod
+    def holding(cls, codes: npt.NDArray[np.int8], rows: npt.NDArray[np.int64]) -> CodeGroup:
+        """A group of ``rows`` with ``codes`` (as they are: grown by copy at the next append)."""
+        group = cls(codes.shape[1])
+        group.codes, group.rows, group.size = codes, rows, len(rows)
+        return group
+
     def append(self, rows: npt.NDArray[np.int64], codes: npt.NDArray[np.int8]) -> npt.NDArray[np.int64]:
         """Store new rows' codes at the end; their slots."""
         needed = self.size + len(rows)

@@ -14,6 +14,7 @@ import functools
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -76,6 +77,7 @@ class SearchIndex:
         self._rows = RowTable()
         self._lexical = LexicalIndex()
         self._vectors: VectorIndex | None = None
+        self.writes = 0  # adds, status changes and vectors put: what a saved image may lack
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -92,12 +94,14 @@ class SearchIndex:
             return
         tokenised = [text_terms(d.text) for d in documents]
         with self._lock:
+            self.writes += 1
             self._rows.append(documents)
             self._lexical.add(tokenised, bulk=bulk)
 
     def set_status(self, key: str, status: str) -> bool:
         """Change a document's status in place (close, forget); False when the key is unknown."""
         with self._lock:
+            self.writes += 1
             return self._rows.set_status(key, status)
 
     def put_vectors(
@@ -106,6 +110,7 @@ class SearchIndex:
         """Attach vectors to documents by key (unknown keys are skipped). ``bulk``: part of a large
         load, after which ``finish_bulk`` is called."""
         with self._lock:
+            self.writes += 1
             found = self._rows.keys.numbers(keys)
             known = np.flatnonzero(found >= 0)
             if not len(known):
@@ -145,8 +150,45 @@ class SearchIndex:
             # A retired row (its key re-added since) keeps its old vector: it is not named.
             return snapshot.write(vectors, self._rows.live_keys())
 
-    def has_key(self, key: str) -> bool:
-        return self._rows.row_of(key) is not None
+    def saved(self) -> dict[str, Any]:
+        """The index's parts as saved (:mod:`mnemo.index.image`); the caller holds ``lock``."""
+        rows, bitmaps, rest = self._rows.saved()
+        vectors = None if self._vectors is None else self._vectors.saved()
+        lexical = self._lexical.arrays()
+        return {"rows": rows, "bitmaps": bitmaps, "rest": rest, "lexical": lexical, "vectors": vectors}
+
+    @classmethod
+    def restored(cls, parts: dict[str, Any], weights: Weights) -> SearchIndex:
+        """The index ``saved`` gave: raises ValueError where the parts do not fit together."""
+        index = cls(weights)
+        index._rows = RowTable.restored(parts["rows"], parts["bitmaps"], parts["rest"])
+        index._lexical = LexicalIndex.restored(parts["lexical"])
+        if index._lexical.size != len(index._rows.keys):
+            raise ValueError("the words' rows differ from the rows")
+        if parts["vectors"] is not None:
+            index._vectors = VectorIndex.restored(*parts["vectors"])
+            if index._vectors.size > len(index._rows.keys):
+                raise ValueError("the vectors' rows differ from the rows")
+        return index
+
+    @property
+    def lock(self) -> threading.RLock:
+        return self._lock
+
+    def rows_without_vectors(self) -> list[str]:
+        """Keys of live rows with no vector (they wait for one)."""
+        with self._lock:
+            live = np.asarray(self._rows.live.to_array(), dtype=np.int64)
+            if self._vectors is not None:
+                live = live[~self._vectors.has(live)]
+            return [self._rows.keys[row] for row in live.tolist()]
+
+    def needs_vector(self, key: str) -> bool:
+        """Whether ``key`` is indexed and its row has no vector yet. Takes no lock: a write
+        beside it may make the answer stale, never wrong for long (a vector is then made twice)."""
+        row = self._rows.row_of(key)
+        vectors = self._vectors
+        return row is not None and (vectors is None or not vectors.has(np.asarray([row]))[0])
 
     # -- searching -----------------------------------------------------------------------------
 

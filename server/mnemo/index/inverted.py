@@ -15,17 +15,25 @@ rows a list), with ``2·√rows`` lists, so a list holds about ``√rows/2`` row
 
 from __future__ import annotations
 
+import logging
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from mnemo.index.codes import best, nearest, quantise
 
+logger = logging.getLogger(__name__)
+
 PROBES = 16  # lists read per question: bench_vector_search measures recall and time against it
 RETRAIN_GROWTH = 4
 _KMEANS_ROUNDS = 8
 _SAMPLE_PER_LIST = 40
+# Saved lists are trained anew rather than adopted when more than this share of their rows
+# changed: the centroids would describe vectors that are mostly gone.
+_STALE_MAX_SHARE = 0.2
 _CHUNK_ROWS = 16_384  # rows turned to float at once: bounds the transient RAM
 
 
@@ -59,6 +67,20 @@ def train(sample: npt.NDArray[np.int8], lists: int, seed: int = 0) -> npt.NDArra
     return centroids
 
 
+@dataclass(frozen=True, slots=True)
+class SavedLists:
+    """Lists saved by an earlier run, and what became of their rows: ``centroids`` and
+    ``trained_rows`` (see :class:`~mnemo.index.inverted.InvertedLists`); per saved row, ``rows``
+    (the row now holding its key, -1: none), ``fingerprints`` (of its codes when saved) and
+    ``lists`` (its list)."""
+
+    centroids: npt.NDArray[np.int8]
+    trained_rows: int
+    rows: npt.NDArray[np.int64]
+    fingerprints: npt.NDArray[np.uint64]
+    lists: npt.NDArray[np.int32]
+
+
 class InvertedLists:
     """Centroids, each row's list, and each list's rows (in no order)."""
 
@@ -72,6 +94,21 @@ class InvertedLists:
             np.zeros(0, dtype=np.int64) for _ in range(len(centroids))
         ]
         self._sizes = np.zeros(len(centroids), dtype=np.int64)
+
+    @classmethod
+    def restored(
+        cls,
+        centroids: npt.NDArray[np.int8],
+        trained_rows: int,
+        rows: npt.NDArray[np.int64],
+        lists: npt.NDArray[np.integer],
+    ) -> InvertedLists:
+        """Lists holding each of ``rows`` in its list of ``lists`` (as saved: checked for range)."""
+        if len(lists) != len(rows) or lists.min(initial=0) < 0 or lists.max(initial=0) >= len(centroids):
+            raise ValueError("a row's vector list is unknown")
+        restored = cls(centroids, trained_rows)
+        restored.add(rows, lists.astype(np.int32))
+        return restored
 
     @property
     def count(self) -> int:
@@ -128,3 +165,44 @@ class InvertedLists:
         """The rows of the ``probes`` lists nearest to ``code``."""
         near, _ = best(self.centroids, code, probes)
         return np.concatenate([self._members[i][: self._sizes[i]] for i in near.tolist()])
+
+
+def adopt(
+    saved: SavedLists,
+    dim: int,
+    present: npt.NDArray[np.bool_],
+    fingerprints_of: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.uint64]],
+    codes_of: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.int8]],
+) -> tuple[InvertedLists, int, str] | None:
+    """Saved lists for an index whose rows with a vector are ``present``: each saved row kept in
+    its list where it holds the codes it had (``fingerprints_of``), the others sorted in anew
+    (``codes_of``). The lists, the rows sorted in since they were saved, and what was done; None
+    when they do not fit or too many rows changed (new ones are then made)."""
+    rows, count = saved.rows, int(present.sum())
+    if saved.centroids.ndim != 2 or saved.centroids.shape[1] != dim or not len(saved.centroids):
+        logger.warning("saved vector lists do not fit this index: new ones are made")
+        return None
+    if count > RETRAIN_GROWTH * saved.trained_rows:
+        logger.info(
+            "saved vector lists trained over %d rows, %d now: new ones are made", saved.trained_rows, count
+        )
+        return None
+    known = (rows >= 0) & (rows < len(present)) & (saved.lists >= 0) & (saved.lists < len(saved.centroids))
+    known[known] = present[rows[known]]
+    _, first = np.unique(np.where(known, rows, -1), return_index=True)
+    known[np.setdiff1d(np.arange(len(rows)), first)] = False  # a row named twice: its first entry
+    fits = np.zeros(len(rows), dtype=bool)
+    fits[known] = fingerprints_of(rows[known]) == saved.fingerprints[known]
+    stale = len(rows) - int(fits.sum())
+    if stale > _STALE_MAX_SHARE * len(rows):
+        logger.info("saved vector lists: %d of %d rows stale, new ones are made", stale, len(rows))
+        return None
+    lists = InvertedLists(saved.centroids, saved.trained_rows)
+    kept_rows = rows[fits]
+    lists.add(kept_rows, saved.lists[fits])
+    in_lists = np.zeros(len(present), dtype=bool)
+    in_lists[kept_rows] = True
+    missing = np.flatnonzero(present & ~in_lists).astype(np.int64)
+    lists.add(missing, nearest(lists.centroids, codes_of(missing)))
+    outcome = f"saved lists adopted: {len(kept_rows):,} rows kept, {stale:,} dropped, {len(missing):,} added"
+    return lists, stale + len(missing), outcome

@@ -149,6 +149,44 @@ class KeyTable:
             found[i] = number
         return found
 
+    def arrays(self) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+        """The keys as saved (:mod:`mnemo.index.image`): their bytes, end to end, and each one's end."""
+        used = int(self._ends[self._size - 1]) if self._size else 0
+        return self._bytes[:used], self._ends[: self._size]
+
+    @classmethod
+    def restored(cls, data: npt.NDArray[np.uint8], ends: npt.NDArray[np.int64]) -> KeyTable:
+        """The table ``arrays`` gave, its lookup made anew (hashes are this process's own)."""
+        if len(ends) and (np.any(np.diff(ends) < 0) or ends[0] < 0 or int(ends[-1]) != len(data)):
+            raise ValueError("key ends out of order")
+        table = cls()
+        table._bytes, table._ends, table._size = data.astype(np.uint8), ends.astype(np.int64), len(ends)
+        keys = list(table)
+        hashes = np.fromiter((hash(k) for k in keys), dtype=np.int64, count=len(keys))
+        order = np.argsort(hashes, kind="stable")
+        ordered = hashes[order]
+        repeated = np.zeros(len(keys), dtype=bool)
+        if len(keys) > 1:
+            same = ordered[1:] == ordered[:-1]
+            repeated[1:] |= same
+            repeated[:-1] |= same
+        single = order[~repeated]
+        table._sorted = (ordered[~repeated], single.astype(np.int32))
+        # A hash held more than once (a key added again, or two keys sharing it): in number order.
+        for number in np.sort(order[repeated]).tolist():
+            key, h = keys[number], int(hashes[number])
+            if key in table._others:
+                table._others[key] = number
+                continue
+            prior = table._recent.get(h)
+            if prior is not None and keys[prior] != key:
+                table._others[key] = number
+            else:
+                table._recent[h] = number
+        if table._recent:
+            table._merge()
+        return table
+
     def settle(self) -> None:
         """After a large load: sort what waits in the recent dict and give back spare capacity."""
         if self._recent:

@@ -140,16 +140,55 @@ class LexicalIndex:
         self._recent, self._recent_rows = {}, 0
         self._recent_arrays = {}
         self._recent_heads = {}
+        self._make_heads()
+
+    def _make_heads(self) -> None:
+        """For terms in many documents, their postings ordered by BM25 impact (with the average
+        length of now): candidate search reads only the head of these."""
         self._heads = {}
-        # For terms in many documents, their postings ordered by BM25 impact (with the average
-        # length of now): candidate search reads only the head of these.
         average = self._total_length / max(self._size, 1)
-        for term_id in np.flatnonzero(counts > POOL_PER_TERM).tolist():
+        for term_id in np.flatnonzero(self._df[: len(self._indptr) - 1] > POOL_PER_TERM).tolist():
             lo, hi = int(self._indptr[term_id]), int(self._indptr[term_id + 1])
             tfs_term = self._tfs[lo:hi].astype(np.float32)
             impact = tfs_term / (tfs_term + K1 * (1 - B + B * self._lengths[self._rows[lo:hi]] / average))
             head = lo + np.argsort(-impact, kind="stable")[:POOL_PER_TERM]
             self._heads[term_id] = self._rows[head]
+
+    def arrays(self) -> dict[str, npt.NDArray[np.generic]]:
+        """The index as saved (:mod:`mnemo.index.image`): the recent segment folded in first."""
+        if self._bulk:
+            raise ValueError("a bulk load is not finished")
+        if self._recent:
+            self._merge_recent()
+        hashes, ids = self._vocabulary.arrays()
+        return {
+            "hashes": hashes,
+            "ids": ids,
+            "indptr": self._indptr,
+            "rows": self._rows,
+            "tfs": self._tfs,
+            "lengths": self._lengths[: self._size],
+        }
+
+    @classmethod
+    def restored(cls, arrays: dict[str, npt.NDArray[np.generic]]) -> LexicalIndex:
+        index = cls()
+        index._vocabulary = Vocabulary.restored(arrays["hashes"], arrays["ids"])  # type: ignore[arg-type]
+        indptr, rows = arrays["indptr"].astype(np.int64), arrays["rows"].astype(np.int32)
+        lengths = arrays["lengths"].astype(np.float32)
+        terms = len(index._vocabulary)
+        if len(indptr) != terms + 1 or indptr[0] != 0 or np.any(np.diff(indptr) < 0):
+            raise ValueError("postings' term offsets out of order")
+        if int(indptr[-1]) != len(rows) or len(arrays["tfs"]) != len(rows):
+            raise ValueError("postings' lengths differ")
+        if len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= len(lengths)):
+            raise ValueError("a posting names a row the index does not have")
+        index._indptr, index._rows, index._tfs = indptr, rows, arrays["tfs"].astype(np.uint16)
+        index._lengths, index._size = lengths, len(lengths)
+        index._total_length = float(lengths.sum(dtype=np.float64))
+        index._df = np.diff(indptr).astype(np.int32)
+        index._make_heads()
+        return index
 
     def _merge_recent(self) -> None:
         """Fold the recent segment and any bulk pages into the base."""

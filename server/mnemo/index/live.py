@@ -28,6 +28,7 @@ from mnemo.index.documents import (
     CANDIDATE,
     CLOSED,
     CURRENT,
+    Document,
     Ranked,
     SearchQuery,
     Vector,
@@ -38,6 +39,7 @@ from mnemo.index.documents import (
 )
 from mnemo.index.engine import SearchIndex, on_vector_thread
 from mnemo.index.entities import EntityMatcher, entity_key
+from mnemo.index.image import Cursor, IndexImage
 from mnemo.index.query import Analysis, analyse
 from mnemo.index.ranking import Weights
 from mnemo.index.shelf import Shelf
@@ -107,6 +109,7 @@ class RecallEngine:
         self._backlog: deque[tuple[str, str, str]] = deque()  # (index name, key, text); under _lock
         # Each memory's current version, as JSON: recall answers without a store read, which
         # would cost more than the whole search. In a file, out of RAM; it locks itself.
+        self._shelf_dir = shelf_dir
         self._memories = Shelf(shelf_dir)
 
     # -- writes --------------------------------------------------------------------------------
@@ -130,9 +133,7 @@ class RecallEngine:
         self.memories.add(documents, bulk=bulk)
         self._memories.put_many([(memory.id, memory.model_dump_json()) for memory in memories])
         self.add_entities((entity_key(e.name), e.name, ()) for m in memories for e in m.entities)
-        waiting = [("memories", d.key, d.text) for d in documents if d.key not in embedded]
-        with self._lock:
-            self._backlog.extend(waiting)
+        self._wait_for_vectors("memories", documents, embedded)
 
     def set_memory_status(self, memory: Memory) -> None:
         """Apply at once a new version whose searched text did not change (a close, a forget, a
@@ -154,7 +155,14 @@ class RecallEngine:
         ``bulk``: a page of the start-up load (see ``finish_build``)."""
         documents = [d for e in episodes for d in episode_documents(e)]
         self.passages.add(documents, bulk=bulk)
-        waiting = [("passages", d.key, d.text) for d in documents if d.key not in embedded]
+        self._wait_for_vectors("passages", documents, embedded)
+
+    def _wait_for_vectors(self, name: str, documents: Sequence[Document], embedded: Container[str]) -> None:
+        """Documents not in ``embedded`` join the backlog (with no model, there is none to join:
+        it would hold every text, never drained)."""
+        if self.embedder is None:
+            return
+        waiting = [(name, d.key, d.text) for d in documents if d.key not in embedded]
         with self._lock:
             self._backlog.extend(waiting)
 
@@ -188,6 +196,53 @@ class RecallEngine:
                 saved += index.save_lists(snapshot)
         return saved
 
+    def save_image(self, directory: Path, source: str, cursor: Cursor) -> int:
+        """Save the memories' index, their shelf and the entity forms whole, read from ``source``
+        up to its ``cursor`` (:mod:`mnemo.index.image`); the bytes written. Searches wait meanwhile."""
+        with self._lock:
+            forms = {key: sorted(names) for key, names in self._entity_forms.items()}
+        with self.memories.lock:
+            return self._image(directory, source).write(
+                self.memories.saved(), self._memories.save, forms, cursor
+            )
+
+    def load_image(self, directory: Path, source: str) -> tuple[Cursor, datetime] | None:
+        """Take the memories' index from a saved image instead of the store (before any memory is
+        added); the store cursor it was taken at and when it was saved, or None when there is none
+        that checks out (a warning says why). Memories without a vector join the backlog."""
+        loaded = self._image(directory, source).read()
+        if loaded is None:
+            return None
+        try:
+            memories = SearchIndex.restored(loaded.parts, self.memories.weights)
+            shelf = Shelf.restored(self._shelf_dir, loaded.shelf_path, loaded.shelf)
+            if len(memories) != len(shelf):
+                raise ValueError(f"{len(memories):,} rows live but {len(shelf):,} memories kept")
+        except (OSError, ValueError, KeyError, IndexError) as exc:
+            logger.warning("index image in %s ignored (%s): built from the store", directory, exc)
+            return None
+        self.memories, self._memories = memories, shelf
+        self.add_entities((key, names[0], names[1:]) for key, names in loaded.forms.items() if names)
+        keys = memories.rows_without_vectors() if self.embedder is not None else []
+        documents = [memory_document(m) for key in keys if (m := self.memory(key)) is not None]
+        self._wait_for_vectors("memories", documents, ())
+        return loaded.cursor, loaded.saved_at
+
+    @property
+    def memory_writes(self) -> int:
+        """Writes to the memories' index since it was made (see ``save_image``)."""
+        return self.memories.writes
+
+    def clear_memories(self) -> None:
+        """Drop every memory (an image found not to match the store: it is built anew)."""
+        self.memories, self._memories = SearchIndex(self.memories.weights), Shelf(self._shelf_dir)
+        with self._lock:
+            self._backlog = deque(item for item in self._backlog if item[0] != "memories")
+
+    def _image(self, directory: Path, source: str) -> IndexImage:
+        model = "none" if self.embedder is None else self.embedder.model_id
+        return IndexImage(directory, "memories", model, source)
+
     def _indexes(self) -> tuple[tuple[str, SearchIndex], ...]:
         return (("memories", self.memories), ("passages", self.passages))
 
@@ -206,10 +261,11 @@ class RecallEngine:
     def take_backlog(self, count: int) -> list[tuple[str, str, str]]:
         """Up to ``count`` (index name, key, text) items still waiting for a vector."""
         taken: list[tuple[str, str, str]] = []
-        with self._lock:  # has_key takes no index lock: none is taken under this one
+        with self._lock:  # needs_vector takes no index lock: none is taken under this one
             while self._backlog and len(taken) < count:
                 name, key, text = self._backlog.popleft()
-                if (self.memories if name == "memories" else self.passages).has_key(key):
+                # Gone since, or given its vector meanwhile (read from the store, or by the writer).
+                if (self.memories if name == "memories" else self.passages).needs_vector(key):
                     taken.append((name, key, text))
         return taken
 

@@ -9,6 +9,7 @@ vector searches take) is cached until the next write.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -152,6 +153,88 @@ class RowTable:
         self._by_status.setdefault(status, BitMap()).add(row)
         self._status_codes[row] = _code(status, self._statuses, self._status_code)
         return True
+
+    def saved(self) -> tuple[dict[str, npt.NDArray[Any]], dict[str, dict[Any, BitMap]], dict[str, Any]]:
+        """The table as saved (:mod:`mnemo.index.image`): arrays, bitmaps by family, and the rest
+        (JSON: strings by row, the statuses' and namespaces' numbers)."""
+        size = len(self.keys)
+        data, ends = self.keys.arrays()
+        places = sorted(self.place_of.items())
+        arrays: dict[str, npt.NDArray[Any]] = {
+            "key_bytes": data,
+            "key_ends": ends,
+            "owner_length": self._owner_length[:size],
+            "times_ms": self.times_ms[:size],
+            "status_codes": self._status_codes[:size],
+            "namespace_codes": self._namespace_codes[:size],
+            "place_rows": np.asarray([row for row, _ in places], dtype=np.int64),
+            "place_turns": np.asarray([turn for _, (_, turn) in places], dtype=np.int64),
+        }
+        bitmaps: dict[str, dict[Any, BitMap]] = {
+            "live": {"": self.live},
+            "entity": self.by_entity,
+            "filled": self.by_filled,
+            "namespace": self._by_namespace,
+            "kind": self._by_kind,
+            "status": self._by_status,
+            "who": self._by_who,
+            "session": self._by_session,
+            "entity_role": self._by_entity_role,
+        }
+        rest: dict[str, Any] = {
+            "statuses": self._statuses,
+            "namespaces": self._namespaces,
+            "other_owners": [[row, owner] for row, owner in sorted(self._other_owners.items())],
+            "place_sessions": [session for _, (session, _) in places],
+        }
+        return arrays, bitmaps, rest
+
+    @classmethod
+    def restored(
+        cls, arrays: dict[str, npt.NDArray[Any]], bitmaps: dict[str, dict[Any, BitMap]], rest: dict[str, Any]
+    ) -> RowTable:
+        """The table ``saved`` gave (checked for size; bitmaps are trusted as saved)."""
+        table = cls()
+        table.keys = KeyTable.restored(arrays["key_bytes"], arrays["key_ends"])
+        size = len(table.keys)
+        per_row = ("owner_length", "times_ms", "status_codes", "namespace_codes")
+        if any(len(arrays[name]) != size for name in per_row):
+            raise ValueError("rows' arrays of different lengths")
+        table._owner_length = arrays["owner_length"].astype(np.uint16)
+        table.times_ms = arrays["times_ms"].astype(np.int64)
+        table._status_codes = arrays["status_codes"].astype(np.uint8)
+        table._namespace_codes = arrays["namespace_codes"].astype(np.int32)
+        table._statuses = [str(s) for s in rest["statuses"]]
+        table._namespaces = [str(n) for n in rest["namespaces"]]
+        if size and (
+            int(table._status_codes.max()) >= len(table._statuses)
+            or int(table._namespace_codes.max()) >= len(table._namespaces)
+            or int(table._namespace_codes.min()) < 0
+        ):
+            raise ValueError("a row's status or namespace number is unknown")
+        table._status_code = {s: i for i, s in enumerate(table._statuses)}
+        table._namespace_code = {n: i for i, n in enumerate(table._namespaces)}
+        table._other_owners = {int(row): str(owner) for row, owner in rest["other_owners"]}
+        sessions = rest["place_sessions"]
+        if len(sessions) != len(arrays["place_rows"]) or len(sessions) != len(arrays["place_turns"]):
+            raise ValueError("rows' places of different lengths")
+        for row, session, turn in zip(
+            arrays["place_rows"].tolist(), sessions, arrays["place_turns"].tolist(), strict=True
+        ):
+            table.place_of[row] = (str(session), turn)
+            table.rows_at.setdefault((str(session), turn), []).append(row)
+        table.live = bitmaps["live"].get("", BitMap())
+        if table.live and table.live.max() >= size:
+            raise ValueError("a live row the table does not have")
+        table.by_entity, table.by_filled = bitmaps["entity"], bitmaps["filled"]
+        table._by_namespace, table._by_kind = bitmaps["namespace"], bitmaps["kind"]
+        table._by_status, table._by_who, table._by_session = (
+            bitmaps["status"],
+            bitmaps["who"],
+            bitmaps["session"],
+        )
+        table._by_entity_role = {tuple(k): m for k, m in bitmaps["entity_role"].items()}
+        return table
 
     def live_keys(self) -> list[str]:
         """Each row's key, or "" for a retired row (its key re-added since under another row)."""

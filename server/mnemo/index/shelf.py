@@ -29,6 +29,26 @@ from mnemo.index.keys import KeyTable, grown
 _COMPACT_MIN_BYTES = 64 << 20
 
 
+def _copy(source: int, target: int, length: int) -> None:
+    """The first ``length`` bytes of file ``source`` to the start of file ``target`` (in the
+    kernel where it can)."""
+    copy_range = getattr(os, "copy_file_range", None)
+    copied = 0
+    while copied < length:
+        if copy_range is not None:
+            try:
+                done = copy_range(source, target, length - copied, copied, copied)
+            except OSError:
+                copy_range = None  # another file system, or none of it: by hand
+                continue
+        else:
+            chunk = os.pread(source, min(1 << 20, length - copied), copied)
+            done = os.pwrite(target, chunk, copied)
+        if done == 0:
+            raise OSError(f"the file ended {length - copied:,} bytes early")
+        copied += done
+
+
 class Shelf:
     """Text by key, compressed, in a file; safe to use from several threads."""
 
@@ -94,6 +114,45 @@ class Shelf:
                 return None
             payload = os.pread(self._fd, int(self._lengths[number]), int(self._offsets[number]))
         return zlib.decompress(payload).decode()
+
+    def save(self, path: Path) -> dict[str, np.ndarray]:
+        """Copy the file to ``path`` (0600; the caller names it) and give the places in it:
+        what :meth:`restored` reads back (:mod:`mnemo.index.image`)."""
+        with self._lock:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                _copy(self._fd, fd, self._end)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            data, ends = self._keys.arrays()
+            size = len(self._keys)
+            return {
+                "key_bytes": data.copy(),
+                "key_ends": ends.copy(),
+                "offsets": self._offsets[:size].copy(),
+                "lengths": self._lengths[:size].copy(),
+                "end_garbage": np.asarray([self._end, self._garbage], dtype=np.int64),
+            }
+
+    @classmethod
+    def restored(cls, directory: Path | None, path: Path, arrays: dict[str, np.ndarray]) -> Shelf:
+        """A shelf holding what :meth:`save` copied to ``path`` (copied again into its own file)."""
+        shelf = cls(directory)
+        keys = KeyTable.restored(arrays["key_bytes"], arrays["key_ends"])
+        offsets, lengths = arrays["offsets"].astype(np.int64), arrays["lengths"].astype(np.uint32)
+        end, garbage = (int(v) for v in arrays["end_garbage"])
+        if len(offsets) != len(keys) or len(lengths) != len(keys):
+            raise ValueError("the shelf's places differ from its keys")
+        if len(keys) and (int(offsets.min()) < 0 or int((offsets + lengths).max()) > end):
+            raise ValueError("a place past the end of the shelf's file")
+        with path.open("rb") as source:
+            if os.fstat(source.fileno()).st_size != end:
+                raise ValueError("the shelf's file is not the size saved")
+            _copy(source.fileno(), shelf._fd, end)
+        shelf._keys, shelf._offsets, shelf._lengths = keys, offsets, lengths
+        shelf._end, shelf._garbage = end, garbage
+        return shelf
 
     @property
     def garbage(self) -> int:

@@ -33,7 +33,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from mnemo.index.vectors import SavedLists, VectorIndex
+from mnemo.index.inverted import SavedLists
+from mnemo.index.vectors import VectorIndex
 
 logger = logging.getLogger(__name__)
 

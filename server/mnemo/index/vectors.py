@@ -18,39 +18,28 @@ sorting in what is new.
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from mnemo.index.codes import CodeGroup, best, fingerprints, nearest, quantise
-from mnemo.index.inverted import PROBES, RETRAIN_GROWTH, InvertedLists, list_count, train, training_sample
+from mnemo.index.inverted import (
+    PROBES,
+    RETRAIN_GROWTH,
+    InvertedLists,
+    SavedLists,
+    adopt,
+    list_count,
+    train,
+    training_sample,
+)
 
 EXACT_MAX_ROWS = 20_000
 _SCAN_CALLS_MAX = 4  # groups searched one by one; more are merged first
-# Saved lists are trained anew rather than adopted when more than this share of their rows
-# changed: the centroids would describe vectors that are mostly gone.
-_STALE_MAX_SHARE = 0.2
 _FINGERPRINT_CHUNK_ROWS = 65_536
-
-logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class SavedLists:
-    """Lists saved by an earlier run, and what became of their rows: ``centroids`` and
-    ``trained_rows`` (see :class:`~mnemo.index.inverted.InvertedLists`); per saved row, ``rows``
-    (the row now holding its key, -1: none), ``fingerprints`` (of its codes when saved) and
-    ``lists`` (its list)."""
-
-    centroids: npt.NDArray[np.int8]
-    trained_rows: int
-    rows: npt.NDArray[np.int64]
-    fingerprints: npt.NDArray[np.uint64]
-    lists: npt.NDArray[np.int32]
 
 
 class VectorIndex:
@@ -166,6 +155,48 @@ class VectorIndex:
         """The lists were saved whole: no row is unsaved (a save that fails leaves them all so)."""
         self._unsaved = 0
 
+    def saved(self) -> tuple[dict[str, Any], list[str]]:
+        """The index as saved (:mod:`mnemo.index.image`): each group's rows and codes end to end
+        (codes as a list of parts, not copied), the lists and each row's list; the groups' names."""
+        lists = self._lists
+        rows = np.concatenate([g.rows[: g.size] for g in self._groups] or [np.zeros(0, np.int64)])
+        arrays = {
+            "size": np.asarray([self._size], dtype=np.int64),
+            "group_sizes": np.asarray([g.size for g in self._groups], dtype=np.int64),
+            "rows": rows,
+            "codes": [g.codes[: g.size] for g in self._groups] or [np.zeros((0, self.dim), np.int8)],
+            "centroids": np.zeros((0, self.dim), np.int8) if lists is None else lists.centroids,
+            "trained_rows": np.asarray([0 if lists is None else lists.trained_rows], dtype=np.int64),
+        }
+        arrays["lists"] = np.zeros(0, np.int32) if lists is None else lists.lists_of(rows)
+        return arrays, list(self._group_ids)
+
+    @classmethod
+    def restored(cls, arrays: dict[str, Any], groups: list[str], **options: int) -> VectorIndex:
+        codes, rows, sizes = arrays["codes"], arrays["rows"].astype(np.int64), arrays["group_sizes"]
+        codes = np.concatenate(codes) if isinstance(codes, list) else codes  # as saved, or read back
+        index = cls(codes.shape[1], **options)
+        index._grow(int(arrays["size"][0]))
+        if len(set(groups)) != len(sizes) or not int(sizes.sum()) == len(rows) == len(codes):
+            raise ValueError("vector groups' sizes differ from their rows")
+        if rows.min(initial=0) < 0:
+            raise ValueError("a vector names a row the index does not have")
+        index._present[rows] = True  # (a row past the size raises)
+        ends = np.cumsum(sizes).tolist()
+        for group_id, (start, end) in enumerate(zip([0, *ends[:-1]], ends, strict=True)):
+            index._groups.append(CodeGroup.holding(codes[start:end], rows[start:end]))
+            index._group_of[rows[start:end]] = group_id
+            index._slot_of[rows[start:end]] = np.arange(end - start)
+        index._group_ids = {group: group_id for group_id, group in enumerate(groups)}
+        if int(index._present.sum()) != len(rows):
+            raise ValueError("a row has two vectors")
+        index._count = len(rows)
+        if len(arrays["centroids"]):
+            index._lists = InvertedLists.restored(
+                arrays["centroids"].astype(np.int8), int(arrays["trained_rows"][0]), rows, arrays["lists"]
+            )
+        return index
+
     def settle_lists(self, saved: SavedLists | None) -> str:
         """End a bulk load: its groups' spare rows given back, and the index given the lists it
         needs — saved ones adopted when they fit, else new ones. Says what was done, for the log."""
@@ -180,37 +211,11 @@ class VectorIndex:
         return self._build_lists()
 
     def _adopt_lists(self, saved: SavedLists) -> str | None:
-        rows = saved.rows
-        if saved.centroids.ndim != 2 or saved.centroids.shape[1] != self.dim or not len(saved.centroids):
-            logger.warning("saved vector lists do not fit this index: new ones are made")
+        adopted = adopt(saved, self.dim, self._present[: self._size], self.fingerprints_of, self._codes_of)
+        if adopted is None:
             return None
-        if self._count > RETRAIN_GROWTH * saved.trained_rows:
-            logger.info(
-                "saved vector lists trained over %d rows, %d now: new ones are made",
-                saved.trained_rows,
-                self._count,
-            )
-            return None
-        known = (rows >= 0) & (rows < self._size) & (saved.lists >= 0) & (saved.lists < len(saved.centroids))
-        known[known] = self._present[rows[known]]
-        _, first = np.unique(np.where(known, rows, -1), return_index=True)
-        known[np.setdiff1d(np.arange(len(rows)), first)] = False  # a row named twice: its first entry
-        fits = np.zeros(len(rows), dtype=bool)
-        fits[known] = self.fingerprints_of(rows[known]) == saved.fingerprints[known]
-        stale = len(rows) - int(fits.sum())
-        if stale > _STALE_MAX_SHARE * len(rows):
-            logger.info("saved vector lists: %d of %d rows stale, new ones are made", stale, len(rows))
-            return None
-        lists = InvertedLists(saved.centroids, saved.trained_rows)
-        kept_rows = rows[fits]
-        lists.add(kept_rows, saved.lists[fits])
-        in_lists = np.zeros(self._size, dtype=bool)
-        in_lists[kept_rows] = True
-        missing = np.flatnonzero(self._present[: self._size] & ~in_lists).astype(np.int64)
-        lists.add(missing, nearest(lists.centroids, self._codes_of(missing)))
-        self._lists = lists
-        self._unsaved = stale + len(missing)
-        return f"saved lists adopted: {len(kept_rows):,} rows kept, {stale:,} dropped, {len(missing):,} added"
+        self._lists, self._unsaved, outcome = adopted
+        return outcome
 
     def _build_lists(self) -> str:
         rows = self.rows_with_vectors()

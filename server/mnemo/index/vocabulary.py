@@ -4,8 +4,8 @@ A store's vocabulary grows with its identifiers — tickets, hashes, paths, numb
 terms a memory. As a dict of strings it held a string, an int and a dict entry per term, ~130
 bytes; here a term is its hash in a sorted array beside its id (12 bytes), plus a small dict of
 the terms added since the arrays were last merged. The hash is Python's own (SipHash, salted per
-process): the index is rebuilt at every start and never saved, so ids need not outlive the
-process. Two terms whose hashes collide would share an id, and so their postings (at worst a
+process): a saved index (:mod:`mnemo.index.image`) is read back only by a process salted
+alike. Two terms whose hashes collide would share an id, and so their postings (at worst a
 candidate proposed for a word it lacks); among two million terms the chance that any two collide
 is about one in ten million (n² / 2⁶⁵).
 """
@@ -82,6 +82,22 @@ class Vocabulary:
         order = np.argsort(hashes, kind="stable")
         self._hashes, self._ids = hashes[order], ids[order]
         self._recent = {}
+
+    def arrays(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]]:
+        """The hashes, sorted, and their ids, as saved (every term folded in first)."""
+        self.compact()
+        return self._hashes, self._ids
+
+    @classmethod
+    def restored(cls, hashes: npt.NDArray[np.int64], ids: npt.NDArray[np.int32]) -> Vocabulary:
+        if len(hashes) != len(ids) or np.any(hashes[1:] <= hashes[:-1]):
+            raise ValueError("vocabulary hashes out of order")
+        if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= len(ids)):
+            raise ValueError("vocabulary ids out of range")
+        vocabulary = cls()
+        vocabulary._hashes, vocabulary._ids = hashes.astype(np.int64), ids.astype(np.int32)
+        vocabulary._size = len(ids)
+        return vocabulary
 
     def _add(self, key: int) -> int:
         term_id = self._recent[key] = self._size

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from mnemo.episodes import AppendResult, Episode
     from mnemo.memories import Memory
     from mnemo.store.distill import Batch, JudgeLogRow, Lease
+    from mnemo.store.embeddings import Owners
     from mnemo.store.history import Listing, StoredVersion
     from mnemo.store.usage import InjectionRow, MemoryUsage, SessionHistory, SessionRow, VerdictRow
 
@@ -159,6 +160,10 @@ class Store(Protocol):
         """The store's clock, µs since the epoch."""
         ...
 
+    def memory_count(self) -> int:
+        """How many memories there are (each once, whatever its versions)."""
+        ...
+
     # -- vectors and entities ------------------------------------------------------------------
 
     def put_embeddings(
@@ -168,11 +173,17 @@ class Store(Protocol):
         ...
 
     def embedding_keys_page(
-        self, model: str, after: tuple[str, int], limit: int
+        self, model: str, after: tuple[str, int], limit: int, *, owners: Owners = "all"
     ) -> list[tuple[str, int]]: ...
 
     def embeddings_page(
-        self, model: str, after: tuple[str, int], limit: int
+        self,
+        model: str,
+        after: tuple[str, int],
+        limit: int,
+        *,
+        owners: Owners = "all",
+        since: datetime | None = None,
     ) -> tuple[list[tuple[str, int]], npt.NDArray[np.float32]]: ...
 
     def upsert_entities(self, entities: Sequence[tuple[str, str, Sequence[str]]]) -> None:
