@@ -28,7 +28,6 @@ of it differs reads no image.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import shutil
@@ -41,6 +40,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from pyroaring import BitMap
+
+from mnemo.index.snapshot import file_sha256
 
 FORMAT = 1
 _PROBE = "mnemo index image"
@@ -56,11 +57,6 @@ Cursor = tuple[int, str, int]
 def hash_probe() -> int:
     """This process's hash of the probe string: equal in processes salted alike."""
     return hash(_PROBE)
-
-
-def _sha256(path: Path) -> str:
-    with path.open("rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _save(path: Path, value: npt.NDArray[Any] | list[npt.NDArray[Any]]) -> None:
@@ -177,7 +173,7 @@ class IndexImage:
             "saved_at": saved_at.isoformat(),
             "hash_probe": hash_probe(),
             "rows": len(parts["rows"]["key_ends"]),
-            "files": {f: _sha256(new / f) for f in files},
+            "files": {f: file_sha256(new / f) for f in files},
         }
         (new / _MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
         written = sum((new / f).stat().st_size for f in files)
@@ -222,7 +218,7 @@ class IndexImage:
             raise ValueError("written by a process with another string hash salt (PYTHONHASHSEED)")
         files: dict[str, str] = manifest["files"]
         for name, digest in files.items():
-            if _sha256(self.path / name) != digest:
+            if file_sha256(self.path / name) != digest:
                 raise ValueError(f"{name} does not match its hash")
         meta = json.loads((self.path / _META).read_text(encoding="utf-8"))
         arrays: dict[str, dict[str, npt.NDArray[Any]]] = {}

@@ -82,20 +82,24 @@ class KeyTable:
         hashes = [hash(k) for k in keys]
         held = self._held(np.asarray(hashes, dtype=np.int64))
         for offset, (key, h) in enumerate(zip(keys, hashes, strict=True)):
-            number = start + offset
-            if key in self._others:
-                prior_numbers[offset] = self._others[key]
-                self._others[key] = number
-                continue
-            prior = self._recent.get(h, held[offset])
-            if prior >= 0 and self[prior] != key:
-                self._others[key] = number  # its hash is another key's
-            else:
-                prior_numbers[offset] = prior
-                self._recent[h] = number
+            prior_numbers[offset] = self._number(key, h, start + offset, int(held[offset]))
         if len(self._recent) > max(_MERGE_MIN, _MERGE_FRACTION * len(self._sorted[0])):
             self._merge()
         return prior_numbers
+
+    def _number(self, key: str, h: int, number: int, held: int) -> int:
+        """Give ``key`` (of hash ``h``) ``number``; its number before, or -1 (``held``: the sorted
+        arrays' number for ``h``, -1 if none)."""
+        if key in self._others:
+            prior = self._others[key]
+            self._others[key] = number
+            return prior
+        prior = self._recent.get(h, held)
+        if prior >= 0 and self[prior] != key:
+            self._others[key] = number  # its hash is another key's
+            return -1
+        self._recent[h] = number
+        return prior
 
     def _held(self, hashes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """The sorted arrays' number for each of ``hashes``, or -1."""
@@ -174,15 +178,7 @@ class KeyTable:
         table._sorted = (ordered[~repeated], single.astype(np.int32))
         # A hash held more than once (a key added again, or two keys sharing it): in number order.
         for number in np.sort(order[repeated]).tolist():
-            key, h = keys[number], int(hashes[number])
-            if key in table._others:
-                table._others[key] = number
-                continue
-            prior = table._recent.get(h)
-            if prior is not None and keys[prior] != key:
-                table._others[key] = number
-            else:
-                table._recent[h] = number
+            table._number(keys[number], int(hashes[number]), number, -1)
         if table._recent:
             table._merge()
         return table

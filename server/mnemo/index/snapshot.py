@@ -43,7 +43,8 @@ _PARTS = ("lists.npz", "keys.json")
 _FORMER_PARTS = ("usearch", "nodes.npz")
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """A file's sha256, hex (what a saved index's manifest names its files by)."""
     with path.open("rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
@@ -113,7 +114,7 @@ class ListsSnapshot:
         for part in _PARTS:
             path = self._path(part)
             try:
-                if _sha256(path) != hashes.get(part):
+                if file_sha256(path) != hashes.get(part):
                     return f"{path.name} does not match its sha256"
             except OSError as exc:
                 return f"{path.name}: {exc}"
@@ -139,7 +140,7 @@ class ListsSnapshot:
         temporary["keys.json"].write_text(json.dumps(keys, ensure_ascii=False), encoding="utf-8")
         hashes = {}
         for part, path in temporary.items():
-            hashes[part] = _sha256(path)
+            hashes[part] = file_sha256(path)
             os.replace(path, self._path(part))
         manifest = {
             "format": FORMAT,
