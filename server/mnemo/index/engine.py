@@ -110,11 +110,11 @@ class SearchIndex:
         """Attach vectors to documents by key (unknown keys are skipped). ``bulk``: part of a large
         load, after which ``finish_bulk`` is called."""
         with self._lock:
-            self.writes += 1
             found = self._rows.keys.numbers(keys)
             known = np.flatnonzero(found >= 0)
             if not len(known):
                 return
+            self.writes += 1
             if self._vectors is None:
                 self._vectors = VectorIndex(vectors.shape[1])
             rows = found[known]
