@@ -365,6 +365,25 @@ def git_repo(path: Path, remote: str) -> Path:
 # -- memories made by hand ---------------------------------------------------------------------
 
 
+def embeddings_written_at(home: Home, model: str) -> dict[tuple[str, int], datetime]:
+    """When each (owner, part) vector of ``model`` was written (a recomputed one is newer)."""
+    from mnemo.store import open_store
+
+    store = open_store(home.settings.store)
+    try:
+        rows = store._db.current_rows(
+            "embeddings",
+            ("owner", "part", "created_at"),
+            "model = {m:String}",
+            {"m": model},
+            "owner, part",
+            100_000,
+        )
+    finally:
+        store.close()
+    return {(owner, int(part)): created for owner, part, created in rows}
+
+
 def make_memory(memory_id: str, what: str, at: datetime, **fields: Any) -> Memory:
     """A distilled memory written by hand: an active decision in workspace:shop with no W but
     ``what``, no entities or sources, made, updated and valid from ``at``; ``fields`` override."""

@@ -3,7 +3,9 @@
 For each size and embedder it prints:
 - store load time (bulk insert, not measured as a product figure);
 - index build: the daemon's own start-up build from the store (memories, entities, vectors),
-  its time and the daemon's RSS once built (and what of it is anonymous memory, not file pages);
+  its time and the daemon's RSS once built and again after the end-to-end recalls (and what of it
+  is anonymous memory, not file pages); over 20,000 memories (`index_build_apart_from`) that
+  build runs in a process of its own, whose image the daemon reads;
   then the same daemon started again, reading the memories' index from the image the first one
   saved (its time, RSS, and one round of end-to-end recall);
 - the question's embedding alone, in this process, p50/p95 (the part of end to end that is
@@ -360,6 +362,10 @@ def bench(size: int, embedder_id: str, runs: int, rounds: int, ranking_only: boo
                         f"p50 {p50:.2f} ms, p95 {p95:.2f} ms"
                         + (f" (median of {rounds} rounds: {rounds_text})" if rounds > 1 else "")
                     )
+                print(
+                    f"daemon RSS after the recalls {rss_mb(status.pid):,.0f} MB "
+                    f"(anonymous {rss_mb(status.pid, 'RssAnon'):,.0f} MB)"
+                )
 
         try:
             anyio.run(through_daemon, "start + index build", rounds)

@@ -112,6 +112,11 @@ class Settings(BaseModel):
     store_poll_s: float = Field(
         default=1.0, ge=0, le=60, description="Seconds between reads of others' writes on a server (0: off)."
     )
+    index_build_apart_from: int = Field(
+        default=20_000,
+        ge=0,
+        description="From this many memories, a first start builds their index in a process of its own.",
+    )
     max_episode_chars: int = Field(
         default=200_000, gt=0, le=50_000_000, description="Largest episode text accepted, in characters."
     )

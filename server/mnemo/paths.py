@@ -165,6 +165,14 @@ def index_hash_seed(index_dir: str) -> str:
     return seed
 
 
+def salted_alike(index_dir: str) -> dict[str, str] | None:
+    """The environment for a child that must hash strings as this process does (it builds the
+    index's image, mnemo.index.image_build): this process's own, when it runs with its user's
+    salt; None when it does not (started by hand or in a test), as a child could not match it."""
+    env = dict(os.environ)
+    return env if env.get(HASH_SEED_ENV) == index_hash_seed(index_dir) else None
+
+
 def try_lock(path: str | os.PathLike[str]) -> int | None:
     """Take an exclusive lock on ``path`` without waiting; return the fd to keep it, or None if held."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)

@@ -18,7 +18,7 @@ from mnemo.index.vectors import EXACT_MAX_ROWS
 from mnemo.memories import EntityIn, EntityRef, Memory, RememberRequest
 from mnemo.store import open_store
 from mnemo.vocabulary import MemoryStatus, MemoryType
-from tests.helpers import Home, make_memory, wait_for_vectors
+from tests.helpers import Home, embeddings_written_at, make_memory, wait_for_vectors
 
 
 def test_a_remembered_memory_is_recallable_at_once_and_by_meaning_once_embedded(home: Home) -> None:
@@ -165,7 +165,7 @@ def test_a_restarted_daemon_rebuilds_the_index_and_reuses_stored_vectors(home: H
     model = home.mnemo("status", "--json")  # starts a daemon again; stop it to read the store
     embedder = json.loads(model.stdout)["embedder"]
     home.mnemo("daemon", "stop")
-    stored_before = _embeddings_written_at(home, embedder)
+    stored_before = embeddings_written_at(home, embedder)
     assert len(stored_before) == 3  # the memory, its note episode, the appended episode
 
     async def second_life() -> None:
@@ -178,24 +178,7 @@ def test_a_restarted_daemon_rebuilds_the_index_and_reuses_stored_vectors(home: H
 
     anyio.run(second_life)
     home.mnemo("daemon", "stop")
-    assert _embeddings_written_at(home, embedder) == stored_before, "vectors were recomputed"
-
-
-def _embeddings_written_at(home: Home, model: str) -> dict[tuple[str, int], datetime]:
-    """When each (owner, part) vector of ``model`` was written (a recomputed one is newer)."""
-    store = open_store(home.settings.store)
-    try:
-        rows = store._db.current_rows(
-            "embeddings",
-            ("owner", "part", "created_at"),
-            "model = {m:String}",
-            {"m": model},
-            "owner, part",
-            100_000,
-        )
-    finally:
-        store.close()
-    return {(owner, int(part)): created for owner, part, created in rows}
+    assert embeddings_written_at(home, embedder) == stored_before, "vectors were recomputed"
 
 
 def test_cli_recall_explain_shows_each_component_of_each_score(home: Home) -> None:
@@ -298,13 +281,13 @@ def test_a_restarted_daemon_reads_its_saved_image_and_applies_what_the_store_got
         store.put_embeddings(embedder.model_id, [("a0001", 0), ("m00042", 0)], asked)
     finally:
         store.close()
-    written = _embeddings_written_at(home, embedder.model_id)
+    written = embeddings_written_at(home, embedder.model_id)
     source, first, status = anyio.run(life)
     assert source == "the saved image, 2 versions committed since applied"
     assert first == ["a0001", "m00042"]  # the vectors the store holds, not the image's nor new ones
     assert status == MemoryStatus.CLOSED
     home.mnemo("daemon", "stop")
-    assert _embeddings_written_at(home, embedder.model_id) == written, "vectors were recomputed"
+    assert embeddings_written_at(home, embedder.model_id) == written, "vectors were recomputed"
 
     # What was applied was saved with the image at exit: nothing is applied again.
     assert anyio.run(life) == ("the saved image, 0 versions committed since applied", first, status)

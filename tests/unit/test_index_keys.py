@@ -6,8 +6,10 @@ import random
 from datetime import UTC, datetime
 
 import numpy as np
+import pytest
 
-from mnemo.index.documents import Document
+from mnemo.index import rows as rows_module
+from mnemo.index.documents import Document, SearchQuery
 from mnemo.index.keys import KeyTable
 from mnemo.index.rows import RowTable
 
@@ -90,3 +92,15 @@ def test_rows_keep_owners_statuses_and_namespaces_and_a_key_given_twice_in_one_b
     rows.append([_document("ep_1#0", "ep_1")])
     assert list(rows.live) == [2, 3, 4] and rows.live_keys() == ["", "", "odd-key", "mem_1", "ep_1#0"]
     assert np.array_equal(rows.keys.numbers(["ep_1#0", "mem_1"]), [4, 3])
+
+
+def test_the_filters_masks_kept_are_bounded_by_their_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = RowTable()
+    rows.append([_document(f"mem_{i}", f"mem_{i}", f"workspace:w{i % 10}") for i in range(1_000)])
+    monkeypatch.setattr(rows_module, "_MAX_CACHED_MASK_BYTES", 3_000)  # three masks of 1,000 rows
+    for round_ in range(2):
+        for w in range(10):
+            allowed, mask = rows.allowed(SearchQuery(terms=[], namespaces=[f"workspace:w{w}"]))
+            assert list(allowed) == list(range(w, 1_000, 10)), (round_, w)
+            assert np.flatnonzero(mask).tolist() == list(allowed)
+            assert len(rows._masks) <= 3

@@ -155,3 +155,11 @@ def test_a_store_path_that_cannot_be_created_is_a_store_error(tmp_path: Path) ->
 def test_an_unreachable_server_is_a_store_error() -> None:
     with pytest.raises(StoreError, match="cannot open the store http://127.0.0.1:9"):
         open_store("http://127.0.0.1:9/mnemo")
+
+
+def test_the_embedded_store_gives_back_the_memory_its_queries_freed(store: ClickHouseStore) -> None:
+    # The daemon asks after its start-up build; chDB without its jemalloc command would raise.
+    store.put_memories([_memory(f"m{i:03d}", f"note {i}") for i in range(50)])
+    assert len(store.memories_page("", 100)) == 50
+    store.give_back_memory()
+    assert store.memory_count() == 50

@@ -9,6 +9,7 @@ import os
 # Set in the environment, it is left as it is (e.g. 2 for a bulk re-embed).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # noqa: TID251 - a library's knob, set, not read
 
+import ctypes
 import sys
 
 from mnemo.config import load_settings
@@ -16,8 +17,25 @@ from mnemo.daemon.server import configure_file_logging, run_daemon
 from mnemo.errors import MnemoError
 from mnemo.paths import HASH_SEED_ENV, index_hash_seed
 
+# glibc serves a block this large or larger from a mapping of its own, given back when freed. Left
+# to itself it raises that threshold each time such a block is freed (up to 32 MB), after which a
+# search's or a page's buffers come from the heap and stay resident when freed: at a million
+# memories the daemon held ~0.03 GB more once its first start had built, and 0.02–0.04 GB more
+# after some hundred recalls (docs/benchmarks.md, "Memory at a million"). A fixed threshold
+# keeps them mappings.
+_MMAP_THRESHOLD = 1 << 20
+_M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
+
+
+def _fix_mmap_threshold() -> None:
+    """Where the C library has ``mallopt`` (glibc; elsewhere nothing to do)."""
+    mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
+    if mallopt is not None:
+        mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
+
 
 def main() -> int:
+    _fix_mmap_threshold()
     try:
         settings = load_settings(is_spawned=True)
     except MnemoError as exc:

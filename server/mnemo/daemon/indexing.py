@@ -1,11 +1,14 @@
-"""The daemon's search index: built from the store at start, kept current, its vectors made in
-the background, its vector lists saved at exit.
+"""The daemon's search index: built at start, kept current, its vectors made in the background,
+its image and vector lists saved at exit.
 
-The build reads the store a page at a time, each page with the store to itself and indexed
-without it, so that appends and remembers arriving during a long build are stored at once. Once
-built, the index's objects are frozen out of the cyclic collector and what the build freed is
-given back to the system. Every indexed item gets a vector of the active model from
-:meth:`Indexing.run_embedding`, which yields to questions: hooks wait on recall.
+The memories come from their saved image (:mod:`mnemo.index.image`) and what the store committed
+after it; with no image that checks out, a large store's memories are built into one by a process
+of its own (:mod:`mnemo.daemon.image_apart`) and a small one's here. The build reads the store a
+page at a time, each page with the store to itself and indexed without it, so that appends and
+remembers arriving during a long build are stored at once. Once built, the index's objects are
+frozen out of the cyclic collector and what the build freed is given back to the system. Every
+indexed item gets a vector of the active model from :meth:`Indexing.run_embedding`, which yields
+to questions: hooks wait on recall.
 """
 
 from __future__ import annotations
@@ -15,23 +18,22 @@ import functools
 import gc
 import logging
 import time
-from collections.abc import AsyncIterator
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import anyio
 import anyio.from_thread
 import anyio.to_thread
 import numpy as np
-import numpy.typing as npt
 
 from mnemo.clock import utc_now
 from mnemo.config import Settings
+from mnemo.daemon.image_apart import build_image_apart
 from mnemo.daemon.storecalls import StoreCalls
 from mnemo.embed import Embedder, normalised
 from mnemo.episodes import Episode
 from mnemo.errors import MnemoError, NotReadyError
-from mnemo.index.documents import memory_document, passage_key, split_key
-from mnemo.index.live import Question, RecallEngine
+from mnemo.index.documents import Question, memory_document, passage_key, split_key
+from mnemo.index.live import RecallEngine
 from mnemo.memories import Memory
 from mnemo.store.embeddings import Owners
 
@@ -108,14 +110,18 @@ class Indexing:
 
     async def build(self) -> None:
         """Load everything into the engine: the memories from their saved image where there is one
-        that checks out, else page by page from the store; episodes, entities and vectors from the
-        store."""
+        that checks out, else from an image a process of its own builds from the store's pages (a
+        large store), else page by page from the store here; episodes, entities and vectors from
+        the store."""
         started = time.monotonic()
         engine, embedder, calls, store = self.engine, self.engine.embedder, self._calls, self._calls.store
         if embedder is not None and embedder.cut_from is not None:
             await self._cut_stored_vectors(embedder, embedder.cut_from)
         cursor = (await calls(store.store_clock) - SETTLE_US, "", 0)  # what the build reads from now
         from_image = await self._from_image()
+        apart = None if from_image else await self._built_apart(cursor)
+        if apart is not None and (from_image := await self._from_image()):
+            self.memories_from = "the store, by a process of its own (then read as its image)"
         embedded: set[str] = set()
         if embedder is not None:
             after_key = ("", 0)
@@ -142,10 +148,14 @@ class Indexing:
         engine.add_entities(await calls(store.all_entities))
         if embedder is not None:
             owners: Owners = "episodes" if from_image else "all"
-            async for keys, matrix in self._embedding_pages(embedder.model_id, owners=owners):
+            async for keys, matrix in self._calls.embedding_pages(
+                embedder.model_id, BUILD_PAGE_ROWS, owners=owners
+            ):
                 await anyio.to_thread.run_sync(engine.load_vectors, keys, matrix)
         finishing = time.monotonic()
         lists = await anyio.to_thread.run_sync(engine.finish_build, self._settings.index_dir)
+        if apart is not None and from_image:  # the memories' lists were made (or adopted) apart
+            lists = [apart, *lists[1:]]
         logger.info("index finished in %.1f s: %s", time.monotonic() - finishing, "; ".join(lists))
         self.vector_lists = lists
         if not from_image:
@@ -155,6 +165,10 @@ class Indexing:
         gc.collect()
         gc.freeze()
         _give_back_freed_memory()
+        try:
+            await calls(store.give_back_memory)
+        except MnemoError as exc:
+            logger.warning("%s", exc)
         self.build_s = round(time.monotonic() - started, 3)
         if not from_image:
             self.memories_from = "the store"
@@ -188,8 +202,8 @@ class Indexing:
         if engine.embedder is not None:
             # Vectors written since (by another daemon, or a re-embed): taken, not recomputed.
             since = saved_at - VECTORS_SKEW
-            async for keys, matrix in self._embedding_pages(
-                engine.embedder.model_id, owners="memories", since=since
+            async for keys, matrix in self._calls.embedding_pages(
+                engine.embedder.model_id, BUILD_PAGE_ROWS, owners="memories", since=since
             ):
                 owners = [owner for owner, _ in keys]
                 await anyio.to_thread.run_sync(engine.memories.put_vectors, owners, matrix)
@@ -212,6 +226,17 @@ class Indexing:
         # Versions applied since the image was taken make it worth saving again at exit.
         self._image_writes = -1 if applied else engine.memory_writes
         return True
+
+    async def _built_apart(self, cursor: tuple[int, str, int]) -> str | None:
+        """A first start over a large store: the memories' image built by a process of its own
+        (what was done with their vector lists; None if it was not)."""
+        directory = self._settings.index_dir
+        if directory is None:
+            return None
+        least = self._settings.index_build_apart_from
+        return await build_image_apart(
+            self._calls, self.engine, directory, self._source, cursor, pages=BUILD_PAGE_ROWS, least=least
+        )
 
     async def _save_image(self, cursor: tuple[int, str, int]) -> None:
         """Save the memories' image (never raises: without one, the next start reads the store)."""
@@ -257,7 +282,7 @@ class Indexing:
         if await calls(store.embedding_keys_page, embedder.model_id, ("", 0), 1):
             return
         started, count = time.monotonic(), 0
-        async for keys, matrix in self._embedding_pages(whole):
+        async for keys, matrix in self._calls.embedding_pages(whole, BUILD_PAGE_ROWS):
             if matrix.shape[1] < embedder.dim:
                 logger.warning("vectors of %s have %d dimensions: not cut", whole, matrix.shape[1])
                 return
@@ -272,18 +297,6 @@ class Indexing:
                 embedder.dim,
                 time.monotonic() - started,
             )
-
-    async def _embedding_pages(
-        self, model: str, *, owners: Owners = "all", since: datetime | None = None
-    ) -> AsyncIterator[tuple[list[tuple[str, int]], npt.NDArray[np.float32]]]:
-        after = ("", 0)
-        page = functools.partial(self._calls.store.embeddings_page, owners=owners, since=since)
-        while True:
-            keys, matrix = await self._calls(page, model, after, BUILD_PAGE_ROWS)
-            if not keys:
-                return
-            yield keys, matrix
-            after = keys[-1]
 
     def add_episodes(self, episodes: list[Episode]) -> None:
         """Index newly stored episodes; runs on a worker thread (the embedder is woken on the loop)."""

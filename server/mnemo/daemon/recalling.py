@@ -24,8 +24,7 @@ from mnemo.daemon.indexing import Indexing
 from mnemo.daemon.recording import Recording
 from mnemo.daemon.storecalls import StoreCalls
 from mnemo.errors import NotFoundError
-from mnemo.index.documents import Ranked
-from mnemo.index.live import Question
+from mnemo.index.documents import Question, Ranked
 from mnemo.memories import Memory
 from mnemo.workspace import repo_root, workspace_namespace
 

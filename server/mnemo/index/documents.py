@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from mnemo.episodes import Episode
 from mnemo.index.entities import entity_key
-from mnemo.index.query import Asked, DateRange
+from mnemo.index.query import Analysis, Asked, DateRange
 from mnemo.memories import Memory
 
 CURRENT = "active"
@@ -36,6 +36,23 @@ def resolved(vector: Vector | Future[Vector] | None) -> Vector | None:
 
 def ready(vector: Vector | Future[Vector]) -> Vector:
     return vector.result() if isinstance(vector, Future) else vector
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """A question as recall understands it: the rules' analysis, entities named, its vector.
+
+    ``embedding`` may still be in the making (a Future on the vector thread): a search takes it as
+    it is, finding BM25 and entity candidates while the question is embedded.
+    """
+
+    analysis: Analysis
+    entities: list[str]
+    embedding: Vector | Future[Vector] | None
+
+    @property
+    def vector(self) -> Vector | None:
+        return resolved(self.embedding)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,57 +14,41 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Container, Iterable, Sequence
-from concurrent.futures import Future
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
-from mnemo.embed import Embedder
 from mnemo.episodes import Episode
 from mnemo.index.documents import (
     CANDIDATE,
     CLOSED,
     CURRENT,
     Document,
+    Question,
     Ranked,
     SearchQuery,
     Vector,
     episode_documents,
     memory_document,
     passage_key,
-    resolved,
 )
 from mnemo.index.engine import SearchIndex, on_vector_thread
 from mnemo.index.entities import EntityMatcher, entity_key
 from mnemo.index.image import Cursor, IndexImage
-from mnemo.index.query import Analysis, analyse
+from mnemo.index.query import analyse
 from mnemo.index.ranking import Weights
 from mnemo.index.shelf import Shelf
 from mnemo.index.snapshot import ListsSnapshot
 from mnemo.index.text import terms as text_terms
 from mnemo.memories import Memory
 
+if TYPE_CHECKING:  # not imported at run time: an image build runs with no model (image_build)
+    from mnemo.embed import Embedder
+
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class Question:
-    """A question as recall understands it: the rules' analysis, entities named, its vector.
-
-    ``embedding`` may still be in the making (a Future on the vector thread): a search takes it as
-    it is, finding BM25 and entity candidates while the question is embedded.
-    """
-
-    analysis: Analysis
-    entities: list[str]
-    embedding: Vector | Future[Vector] | None
-
-    @property
-    def vector(self) -> Vector | None:
-        return resolved(self.embedding)
 
 
 # Words only (no embedding model): BM25 is all of relevance; the neighbouring turn's weight was
@@ -91,11 +75,22 @@ class RecallEngine:
     more than those. The automaton is immutable: a rebuilt one replaces it whole.
     """
 
-    def __init__(self, embedder: Embedder | None, shelf_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        embedder: Embedder | None,
+        shelf_dir: Path | None = None,
+        *,
+        model: tuple[str, Weights] | None = None,
+    ) -> None:
         """``shelf_dir``: where the memories' copies are kept (:mod:`mnemo.index.shelf`; the
-        system's temporary directory when not given)."""
+        system's temporary directory when not given). ``model``: the model id and weights of an
+        engine that builds an image for a daemon using that model, with no embedder of its own
+        (:mod:`mnemo.index.image_build`); it keeps no backlog."""
         self.embedder = embedder
-        weights = weights_for(embedder)
+        self.model_id, weights = model or (
+            "none" if embedder is None else embedder.model_id,
+            weights_for(embedder),
+        )
         self.memories = SearchIndex(weights)
         self.passages = SearchIndex(weights)
         self._lock = threading.Lock()
@@ -240,16 +235,15 @@ class RecallEngine:
             self._backlog = deque(item for item in self._backlog if item[0] != "memories")
 
     def _image(self, directory: Path, source: str) -> IndexImage:
-        model = "none" if self.embedder is None else self.embedder.model_id
-        return IndexImage(directory, "memories", model, source)
+        return IndexImage(directory, "memories", self.model_id, source)
 
     def _indexes(self) -> tuple[tuple[str, SearchIndex], ...]:
         return (("memories", self.memories), ("passages", self.passages))
 
     def _snapshot(self, directory: Path | None, name: str) -> ListsSnapshot | None:
-        if directory is None or self.embedder is None:
+        if directory is None or self.model_id == "none":
             return None
-        return ListsSnapshot(directory, name, self.embedder.model_id)
+        return ListsSnapshot(directory, name, self.model_id)
 
     @property
     def backlog(self) -> int:

@@ -18,7 +18,11 @@ from pyroaring import BitMap
 from mnemo.index.documents import Document, SearchQuery
 from mnemo.index.keys import KeyTable, grown
 
+# Filters' masks kept, at most this many and this many bytes in all (a mask is a byte a row: at a
+# million rows, 8 filters — a hook's session asks with one, so 8 serve as many sessions at once —
+# where 32 held 32 MB: docs/benchmarks.md, "Memory at a million").
 _MAX_CACHED_MASKS = 32
+_MAX_CACHED_MASK_BYTES = 8 << 20
 
 
 def _union(maps: Iterable[BitMap]) -> BitMap:
@@ -271,7 +275,7 @@ class RowTable:
         allowed = self._allowed(query)
         mask = np.zeros(len(self.keys), dtype=bool)
         mask[np.asarray(allowed.to_array(), dtype=np.int64)] = True
-        if len(self._masks) >= _MAX_CACHED_MASKS:
+        if len(self._masks) >= min(_MAX_CACHED_MASKS, max(1, _MAX_CACHED_MASK_BYTES // max(1, mask.nbytes))):
             self._masks.clear()
         self._masks[key] = (self._generation, allowed, mask)
         return allowed, mask

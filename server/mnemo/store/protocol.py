@@ -60,6 +60,11 @@ class Store(Protocol):
 
     def close(self) -> None: ...
 
+    def give_back_memory(self) -> None:
+        """Have the embedded engine return to the system what its queries freed (its allocator
+        keeps it a few seconds otherwise); nothing on a server."""
+        ...
+
     def counts(self) -> StoreCounts: ...
 
     # -- episodes ------------------------------------------------------------------------------
