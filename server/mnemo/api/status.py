@@ -105,7 +105,8 @@ class Status(BaseModel):
     index_memories_from: str = Field(
         default="",
         description="Where the start took the memories' index from: the saved image (and how many "
-        "versions committed since it were applied) or the store ('' while it builds).",
+        "versions committed since it were applied), the store by a process of its own (then read as "
+        "its image), or the store ('' while it builds).",
     )
     vector_lists: list[str] = Field(
         default_factory=list,

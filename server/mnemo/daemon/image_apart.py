@@ -43,6 +43,8 @@ async def build_image_apart(
     env = salted_alike(str(directory))
     if env is None:
         return None
+    # The child reads no settings: a store password and the like stay out of its environment.
+    env = {name: value for name, value in env.items() if not name.startswith("MNEMO_")}
     store = calls.store
     count = await calls(store.memory_count)
     if count < least:

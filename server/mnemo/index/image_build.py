@@ -13,9 +13,10 @@ as at any restart (:mod:`mnemo.daemon.indexing`).
 The daemon stays the store's one reader (an embedded store is one process's): the child reads
 pickled frames from its parent on its stdin —
 
-    ("memories", [memory JSON, …])          a page of memories, each its current version
-    ("vectors", [(owner, part), …], matrix)  stored vectors of the active model, float32
-    ("save", cursor)                         finish, save the image taken at ``cursor``, exit 0
+    ("spec", {directory, source, model, weights})   first: what to build, and where
+    ("memories", [memory JSON, …])                   a page of memories, each its current version
+    ("vectors", [(owner, part), …], matrix)           stored vectors of the active model, float32
+    ("save", cursor)                                  finish, save the image taken at ``cursor``
 
 — and prints one line of JSON once saved: memories, what was done with their vector lists, bytes
 written, and the seconds from "save" to the image saved (the lists made, the image written). It
@@ -69,7 +70,7 @@ class ImageBuild:
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - held until the child has exited
         try:
             self._process = subprocess.Popen(
-                [sys.executable, "-m", "mnemo.index.image_build", json.dumps(spec)],
+                [sys.executable, "-m", "mnemo.index.image_build"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=self._stderr,
@@ -80,6 +81,7 @@ class ImageBuild:
             if isinstance(exc, OSError):
                 raise ImageBuildError(f"cannot start the image build: {exc}") from None
             raise
+        self._send(("spec", spec))  # on its stdin, not its command line, which anyone may read
 
     def send_memories(self, memories: Sequence[Memory]) -> None:
         self._send(("memories", [memory.model_dump_json() for memory in memories]))
@@ -140,16 +142,17 @@ class ImageBuild:
         return stdin, stdout
 
 
-def build(spec: Mapping[str, Any], frames: IO[bytes]) -> dict[str, Any]:
+def build(frames: IO[bytes]) -> dict[str, Any]:
     """The child's work: build the memories' index from ``frames`` and save its image."""
+    match _next(frames):
+        case ("spec", dict(spec)):
+            pass
+        case other:
+            raise ImageBuildError(f"the first frame is not the spec: {str(other)[:80]!r}")
     directory = Path(spec["directory"])
     engine = RecallEngine(None, directory, model=(spec["model"], Weights(**spec["weights"])))
     while True:
-        try:
-            frame = pickle.load(frames)
-        except EOFError:
-            raise ImageBuildError("the daemon's input ended before the image was to be saved") from None
-        match frame:
+        match frame := _next(frames):
             case ("memories", list(texts)):
                 engine.add_memories([Memory.model_validate_json(text) for text in texts], bulk=True)
             case ("vectors", list(keys), np.ndarray() as matrix):
@@ -169,9 +172,16 @@ def build(spec: Mapping[str, Any], frames: IO[bytes]) -> dict[str, Any]:
                 raise ImageBuildError(f"unknown frame {str(frame)[:80]!r}")
 
 
-def main(argv: Sequence[str]) -> int:
+def _next(frames: IO[bytes]) -> Any:
     try:
-        summary = build(json.loads(argv[0]), sys.stdin.buffer)
+        return pickle.load(frames)
+    except EOFError:
+        raise ImageBuildError("the daemon's input ended before the image was to be saved") from None
+
+
+def main() -> int:
+    try:
+        summary = build(sys.stdin.buffer)
     except (ImageBuildError, OSError, ValueError) as exc:
         sys.stderr.write(f"mnemo image build: {exc}\n")
         return 1
@@ -180,4 +190,4 @@ def main(argv: Sequence[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())
