@@ -336,7 +336,9 @@ def context_of(stdout: str) -> str:
 
 
 async def remember_all(home: Home, items: list[tuple[str, MemoryType, str]], session: str = "") -> list[str]:
-    """Remember (content, type, namespace) ``items`` through the daemon; their ids, in order."""
+    """Remember (content, type, namespace) ``items`` through the daemon; their ids, in order. Returns
+    once the daemon's start-up index is built: a hook gets nothing from it before (by design), and a
+    hook sent at once would race the build."""
     async with DaemonClient(home.settings) as client:
         ids = []
         for content, kind, namespace in items:
@@ -344,6 +346,9 @@ async def remember_all(home: Home, items: list[tuple[str, MemoryType, str]], ses
                 RememberRequest(content=content, type=kind, namespace=namespace, session=session)
             )
             ids.append(memory.id)
+        with anyio.fail_after(60):
+            while not (await client.status()).index_ready:
+                await anyio.sleep(0.05)
         return ids
 
 

@@ -55,9 +55,9 @@ VECTORS_SKEW = timedelta(minutes=1)
 
 def _give_back_freed_memory() -> None:
     """Return to the system what the index build allocated and freed. glibc keeps freed blocks
-    inside the process (its mmap threshold rises with each large block freed, so later ones come
-    from the heap), and the daemon's RSS stays near the build's peak without this. Where there is
-    no malloc_trim (macOS, musl) there is nothing to do."""
+    inside the process (the daemon fixes its mmap threshold, :mod:`mnemo.daemon`, but blocks under
+    it come from the heap), and the daemon's RSS stays near the build's peak without this. Where
+    there is no malloc_trim (macOS, musl) there is nothing to do."""
     trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
     if trim is not None:
         trim(0)
@@ -165,10 +165,6 @@ class Indexing:
         gc.collect()
         gc.freeze()
         _give_back_freed_memory()
-        try:
-            await calls(store.give_back_memory)
-        except MnemoError as exc:
-            logger.warning("%s", exc)
         self.build_s = round(time.monotonic() - started, 3)
         if not from_image:
             self.memories_from = "the store"
@@ -182,6 +178,10 @@ class Indexing:
             len(engine.passages),
             engine.backlog,
         )
+        try:  # once built: a hook gets nothing from the index until then
+            await calls(store.give_back_memory)
+        except MnemoError as exc:
+            logger.warning("%s", exc)
 
     async def _from_image(self) -> bool:
         """Take the memories from their saved image, then apply what the store committed after
