@@ -222,10 +222,16 @@ def wait_until(condition: Callable[[], bool], *, timeout_s: float = 30.0, what: 
 
 async def wait_for_vectors(client: DaemonClient) -> None:
     """Wait (bounded) until the daemon's index is built and every item has its vector."""
+    await wait_for_index(client, vectors=True)
+
+
+async def wait_for_index(client: DaemonClient, *, vectors: bool = False) -> None:
+    """Wait (bounded) until the daemon's start-up index is built (and, with ``vectors``, every
+    item has its vector)."""
     with anyio.fail_after(60):
         while True:
             status = await client.status()
-            if status.index_ready and status.embedding_backlog == 0:
+            if status.index_ready and (not vectors or status.embedding_backlog == 0):
                 return
             await anyio.sleep(0.05)
 
@@ -346,9 +352,7 @@ async def remember_all(home: Home, items: list[tuple[str, MemoryType, str]], ses
                 RememberRequest(content=content, type=kind, namespace=namespace, session=session)
             )
             ids.append(memory.id)
-        with anyio.fail_after(60):
-            while not (await client.status()).index_ready:
-                await anyio.sleep(0.05)
+        await wait_for_index(client)
         return ids
 
 
