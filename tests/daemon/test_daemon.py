@@ -355,6 +355,24 @@ def test_the_daemon_process_runs_numpy_blas_on_one_thread() -> None:
     assert _blas_threads("import mnemo.daemon.__main__") == "1"
 
 
+def test_the_daemon_loads_the_openai_sdk_only_when_a_model_is_configured(home: Home) -> None:
+    """The SDK is ~500 modules: a daemon that runs no writer (no llm_url) leaves it unloaded."""
+    code = (
+        "import sys\n"
+        "import mnemo.daemon.__main__, mnemo.daemon.server\n"
+        "from mnemo.config import load_settings\n"
+        "from mnemo.distill.llm import LLM\n"
+        "print('openai' in sys.modules)\n"
+        "settings = load_settings().model_copy(update={'llm_url': 'http://127.0.0.1:9', 'llm_model': 'm'})\n"
+        "LLM(settings, meter=None)  # no call is made\n"
+        "print('openai' in sys.modules)\n"
+    )
+    loaded = subprocess.run(
+        [str(BIN / "python"), "-c", code], env=home.env, capture_output=True, text=True, check=False
+    )
+    assert loaded.stdout.split() == ["False", "True"], loaded.stderr
+
+
 def test_mnemo_daemon_run_is_the_very_entry_a_client_starts(home: Home) -> None:
     # Not the daemon run inside the CLI's process (which skipped the entry's one BLAS thread):
     # the command becomes `python -m mnemo.daemon`, the same process, in the foreground.
