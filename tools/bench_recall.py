@@ -10,7 +10,7 @@ For each size and embedder it prints:
   saved (its time, RSS, and one round of end-to-end recall);
 - the question's embedding alone, in this process, p50/p95 (the part of end to end that is
   the model's, not the index's);
-- the in-process build's RSS by step: rows, words and the shelf's keys; int8 codes; BM25's
+- the in-process build's RSS by step: rows, words and the shelf's places; int8 codes; BM25's
   postings sorted and the vector lists made (what a million memories costs, part by part);
 - ranking only, in this process: the engine's search over the same documents with precomputed
   question vectors, p50/p95 (no embedding, no store read), over all namespaces and narrowed to
@@ -280,7 +280,7 @@ def bench(size: int, embedder_id: str, runs: int, rounds: int, ranking_only: boo
     started = time.perf_counter()
     for i in range(0, size, 50_000):
         engine.add_memories(memories[i : i + 50_000], embedded, bulk=True)
-    steps.append(("rows, words, shelf keys", settled_rss(), time.perf_counter() - started))
+    steps.append(("rows, words, shelf places", settled_rss(), time.perf_counter() - started))
     if vectors is not None:
         started = time.perf_counter()
         engine.memories.put_vectors([m.id for m in memories], vectors, bulk=True)

@@ -1,4 +1,4 @@
-"""Keys by number and numbers by key in arrays (mnemo.index.keys), and the rows and shelf on them."""
+"""Keys by number and numbers by key in arrays (mnemo.index.keys), and the rows on them."""
 
 from __future__ import annotations
 

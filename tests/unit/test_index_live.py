@@ -6,9 +6,13 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
+import numpy as np
+import pytest
+
 from mnemo.config import load_settings
 from mnemo.embed import load_embedder
 from mnemo.embed.fallback import FALLBACK_ID
+from mnemo.index.documents import memory_document
 from mnemo.index.entities import entity_key
 from mnemo.index.live import RecallEngine
 from mnemo.memories import EntityRef, MemoryStatus
@@ -103,3 +107,54 @@ def test_with_no_model_nothing_waits_for_a_vector() -> None:
     engine = RecallEngine(None)
     engine.add_memories([make_memory(f"m{n}", f"note {n}", NOW) for n in range(50)])
     assert engine.backlog == 0 and engine.take_backlog(100) == []
+
+
+def test_each_memory_s_copy_follows_its_row_a_new_version_s_replaces_the_old_and_a_close_rewrites_it() -> (
+    None
+):
+    engine = RecallEngine(None)
+    engine.add_memories(
+        [make_memory("deploy", "We deploy on Tuesdays.", NOW), make_memory("db", "Postgres.", NOW)]
+    )
+    engine.add_memories([make_memory("deploy", "We deploy on Thursdays.", NOW, version=2)])
+    held = engine.memory("deploy")
+    assert held is not None and (held.content, held.version) == ("We deploy on Thursdays.", 2)
+    shelf = engine.memories._copies
+    assert shelf is not None and len(shelf) == 2  # the retired row's copy was dropped
+    assert shelf.holds(np.arange(3)).tolist() == [False, True, True]
+    closed = held.model_copy(update={"status": MemoryStatus.CLOSED, "version": 3})
+    engine.set_memory_status(closed)  # the same row, a new copy
+    after = engine.memory("deploy")
+    assert after is not None and (after.status, after.version) == (MemoryStatus.CLOSED, 3)
+    assert shelf.holds(np.arange(4)).tolist() == [False, True, True, False]
+    assert engine.memory("nothing") is None
+    with pytest.raises(ValueError, match="a copy of each document, or of none"):
+        engine.memories.add([memory_document(make_memory("x", "no copy", NOW))])
+
+
+def test_a_memory_read_while_its_new_versions_are_written_is_always_one_whole_version() -> None:
+    """A new version takes a new row, and its copy is written with it: a reader between the two
+    must not find the new row without its copy (a memory gone for a moment)."""
+    engine = RecallEngine(None)
+    engine.add_memories([make_memory("deploy", "version 0", NOW)])
+    done = threading.Event()
+
+    def write() -> None:
+        for version in range(1, 400):
+            engine.add_memories([make_memory("deploy", f"version {version}", NOW, version=version + 1)])
+        done.set()
+
+    def read() -> list[str]:
+        seen = []
+        while not done.is_set():
+            held = engine.memory("deploy")
+            seen.append("none" if held is None else held.content)
+        return seen
+
+    with frequent_thread_switches(), ThreadPoolExecutor(3) as pool:
+        readers = [pool.submit(read) for _ in range(2)]
+        pool.submit(write).result()
+        seen = [content for reader in readers for content in reader.result()]
+    assert seen and all(content.startswith("version ") for content in seen)
+    last = engine.memory("deploy")
+    assert last is not None and last.content == "version 399"

@@ -14,6 +14,7 @@ import functools
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,7 @@ from mnemo.index.documents import (
 from mnemo.index.lexical import LexicalIndex
 from mnemo.index.ranking import Weights, rank
 from mnemo.index.rows import RowTable
+from mnemo.index.shelf import Shelf
 from mnemo.index.snapshot import ListsSnapshot
 from mnemo.index.text import terms as text_terms
 from mnemo.index.vectors import VectorIndex
@@ -69,11 +71,15 @@ def _unique_rows(parts: Sequence[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64
 
 class SearchIndex:
     """Rows are appended; a re-put key retires its old row; status changes apply in place.
-    Safe to call from several threads: a write or a search holds the index's lock."""
+    Safe to call from several threads: a write or a search holds the index's lock.
 
-    def __init__(self, weights: Weights | None = None) -> None:
+    Given a shelf (``copies``), it keeps each document's copy (a memory's JSON) there by row:
+    written with the row, replaced by a status change, dropped when the row retires."""
+
+    def __init__(self, weights: Weights | None = None, copies: Shelf | None = None) -> None:
         self.weights = weights or Weights()
         self._lock = threading.RLock()
+        self._copies = copies
         self._rows = RowTable()
         self._lexical = LexicalIndex()
         self._vectors: VectorIndex | None = None
@@ -84,25 +90,52 @@ class SearchIndex:
     def __len__(self) -> int:
         return len(self._rows)
 
-    def add(self, documents: Sequence[Document], *, bulk: bool = False) -> None:
+    def add(
+        self, documents: Sequence[Document], *, bulk: bool = False, copies: Sequence[str] | None = None
+    ) -> None:
         """Index documents; a key already present is replaced (its old row retires).
 
         ``bulk``: a page of a large load (the daemon's start), after which ``finish_bulk`` is
-        called; until then its words are not searched.
+        called; until then its words are not searched. ``copies``: each document's copy, given
+        exactly when the index keeps them.
         """
+        if (copies is None) != (self._copies is None) or len(copies or documents) != len(documents):
+            raise ValueError("an index keeps a copy of each document, or of none")
         if not documents:
             return
         tokenised = [text_terms(d.text) for d in documents]
         with self._lock:
             self.writes += 1
-            self._rows.append(documents)
+            first = len(self._rows.keys)
+            retired = self._rows.append(documents)
             self._lexical.add(tokenised, bulk=bulk)
+            if self._copies is not None and copies is not None:
+                self._copies.put_many(list(enumerate(copies, start=first)))
+                self._copies.drop(retired.tolist())
 
-    def set_status(self, key: str, status: str) -> bool:
-        """Change a document's status in place (close, forget); False when the key is unknown."""
+    def set_status(self, key: str, status: str, copy: str | None = None) -> bool:
+        """Change a document's status in place (close, forget), and its ``copy`` where the index
+        keeps them; False when the key is unknown."""
         with self._lock:
             self.writes += 1
-            return self._rows.set_status(key, status)
+            if not self._rows.set_status(key, status):
+                return False
+            row = self._rows.row_of(key)
+            if self._copies is not None and copy is not None and row is not None:
+                self._copies.put(row, copy)
+            return True
+
+    def copy(self, key: str) -> str | None:
+        """The copy kept of a key's newest row, or None."""
+        with self._lock:  # the row and its copy are written under it together
+            row = self._rows.row_of(key)
+            return None if row is None or self._copies is None else self._copies.get(row)
+
+    def save_copies(self, path: Path) -> dict[str, npt.NDArray[Any]]:
+        """The shelf of copies saved to ``path`` (``Shelf.save``); the caller holds ``lock``."""
+        if self._copies is None:
+            raise ValueError("this index keeps no copies")
+        return self._copies.save(path)
 
     def put_vectors(
         self, keys: Sequence[str], vectors: npt.NDArray[np.float32], *, bulk: bool = False
@@ -128,6 +161,8 @@ class SearchIndex:
         with self._lock:
             self._lexical.finish_bulk()
             self._rows.settle()
+            if self._copies is not None:
+                self._copies.settle()
             vectors = self._vectors
             if vectors is None:
                 return "no vectors"
@@ -158,10 +193,15 @@ class SearchIndex:
         return {"rows": rows, "bitmaps": bitmaps, "rest": rest, "lexical": lexical, "vectors": vectors}
 
     @classmethod
-    def restored(cls, parts: dict[str, Any], weights: Weights) -> SearchIndex:
-        """The index ``saved`` gave: raises ValueError where the parts do not fit together."""
-        index = cls(weights)
+    def restored(cls, parts: dict[str, Any], weights: Weights, copies: Shelf | None = None) -> SearchIndex:
+        """The index ``saved`` gave, with the shelf of ``copies`` ``save_copies`` gave: raises
+        ValueError where the parts do not fit together."""
+        index = cls(weights, copies)
         index._rows = RowTable.restored(parts["rows"], parts["bitmaps"], parts["rest"])
+        if copies is not None:
+            live = np.asarray(index._rows.live.to_array(), dtype=np.int64)
+            if len(copies) != len(live) or not copies.holds(live).all():
+                raise ValueError(f"{len(live):,} rows live but {len(copies):,} copies kept, not theirs")
         index._lexical = LexicalIndex.restored(parts["lexical"])
         if index._lexical.size != len(index._rows.keys):
             raise ValueError("the words' rows differ from the rows")

@@ -43,7 +43,7 @@ from pyroaring import BitMap
 
 from mnemo.index.snapshot import file_sha256
 
-FORMAT = 1
+FORMAT = 2
 _PROBE = "mnemo index image"
 _MANIFEST = "manifest.json"
 _META = "meta.json"

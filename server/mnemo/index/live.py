@@ -91,7 +91,10 @@ class RecallEngine:
             "none" if embedder is None else embedder.model_id,
             weights_for(embedder),
         )
-        self.memories = SearchIndex(weights)
+        # Each memory's current version, as JSON, kept by the index beside its row: recall
+        # answers without a store read, which would cost more than the whole search. In a file,
+        # out of RAM (mnemo.index.shelf).
+        self.memories = SearchIndex(weights, Shelf(shelf_dir))
         self.passages = SearchIndex(weights)
         self._lock = threading.Lock()
         # Under _lock: every entity's surface forms, and a count of their changes.
@@ -102,10 +105,7 @@ class RecallEngine:
         self._matcher: tuple[int, EntityMatcher] = (0, EntityMatcher([]))
         self._matcher_lock = threading.Lock()
         self._backlog: deque[tuple[str, str, str]] = deque()  # (index name, key, text); under _lock
-        # Each memory's current version, as JSON: recall answers without a store read, which
-        # would cost more than the whole search. In a file, out of RAM; it locks itself.
         self._shelf_dir = shelf_dir
-        self._memories = Shelf(shelf_dir)
 
     # -- writes --------------------------------------------------------------------------------
 
@@ -125,22 +125,19 @@ class RecallEngine:
         """Index memories; those whose key is not in ``embedded`` join the embedding backlog.
         ``bulk``: a page of the start-up load (see ``finish_build``)."""
         documents = [memory_document(m) for m in memories]
-        self.memories.add(documents, bulk=bulk)
-        self._memories.put_many([(memory.id, memory.model_dump_json()) for memory in memories])
+        self.memories.add(documents, bulk=bulk, copies=[memory.model_dump_json() for memory in memories])
         self.add_entities((entity_key(e.name), e.name, ()) for m in memories for e in m.entities)
         self._wait_for_vectors("memories", documents, embedded)
 
     def set_memory_status(self, memory: Memory) -> None:
         """Apply at once a new version whose searched text did not change (a close, a forget, a
         merge that added sources): its row and vector stay, its status and stored copy change."""
-        if not self.memories.set_status(memory.id, memory.status.value):
+        if not self.memories.set_status(memory.id, memory.status.value, memory.model_dump_json()):
             self.add_memories([memory])
-            return
-        self._memories.put(memory.id, memory.model_dump_json())
 
     def memory(self, memory_id: str) -> Memory | None:
         """The current version of an indexed memory."""
-        stored = self._memories.get(memory_id)
+        stored = self.memories.copy(memory_id)
         return None if stored is None else Memory.model_validate_json(stored)
 
     def add_episodes(
@@ -179,7 +176,6 @@ class RecallEngine:
         loaded become searchable, and each index adopts its saved vector lists from
         ``directory`` where they fit, or makes new ones (and saves them there). What was done
         with the lists, per index."""
-        self._memories.settle()
         return [f"{name}: {i.finish_bulk(self._snapshot(directory, name))}" for name, i in self._indexes()]
 
     def save_lists(self, directory: Path | None) -> int:
@@ -198,7 +194,7 @@ class RecallEngine:
             forms = {key: sorted(names) for key, names in self._entity_forms.items()}
         with self.memories.lock:
             return self._image(directory, source).write(
-                self.memories.saved(), self._memories.save, forms, cursor
+                self.memories.saved(), self.memories.save_copies, forms, cursor
             )
 
     def load_image(self, directory: Path, source: str) -> tuple[Cursor, datetime] | None:
@@ -209,14 +205,12 @@ class RecallEngine:
         if loaded is None:
             return None
         try:
-            memories = SearchIndex.restored(loaded.parts, self.memories.weights)
             shelf = Shelf.restored(self._shelf_dir, loaded.shelf_path, loaded.shelf)
-            if len(memories) != len(shelf):
-                raise ValueError(f"{len(memories):,} rows live but {len(shelf):,} memories kept")
+            memories = SearchIndex.restored(loaded.parts, self.memories.weights, shelf)
         except (OSError, ValueError, KeyError, IndexError) as exc:
             logger.warning("index image in %s ignored (%s): built from the store", directory, exc)
             return None
-        self.memories, self._memories = memories, shelf
+        self.memories = memories
         self.add_entities((key, names[0], names[1:]) for key, names in loaded.forms.items() if names)
         keys = memories.rows_without_vectors() if self.embedder is not None else []
         documents = [memory_document(m) for key in keys if (m := self.memory(key)) is not None]
@@ -230,7 +224,7 @@ class RecallEngine:
 
     def clear_memories(self) -> None:
         """Drop every memory (an image found not to match the store: it is built anew)."""
-        self.memories, self._memories = SearchIndex(self.memories.weights), Shelf(self._shelf_dir)
+        self.memories = SearchIndex(self.memories.weights, Shelf(self._shelf_dir))
         with self._lock:
             self._backlog = deque(item for item in self._backlog if item[0] != "memories")
 

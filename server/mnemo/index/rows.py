@@ -77,13 +77,15 @@ class RowTable:
     def __len__(self) -> int:
         return len(self.live)
 
-    def append(self, documents: Sequence[Document]) -> None:
-        """Give each document the next row; a key already present retires its old row."""
+    def append(self, documents: Sequence[Document]) -> npt.NDArray[np.int64]:
+        """Give each document the next row (from ``len(self.keys)`` on); a key already present
+        retires its old row. The rows retired."""
         self._generation += 1
         start = len(self.keys)
         keys = [d.key for d in documents]
         old = self.keys.append(keys)
-        self.live -= BitMap(old[old >= 0].tolist())
+        retired = old[old >= 0]
+        self.live -= BitMap(retired.tolist())
         newest = {key: offset for offset, key in enumerate(keys)}  # a key twice: its last row is live
         self._grow(start, start + len(documents))
         for offset, document in enumerate(documents):
@@ -113,6 +115,7 @@ class RowTable:
                 self._by_entity_role.setdefault((entity, role), BitMap()).add(row)
             for w in document.filled:
                 self.by_filled.setdefault(w, BitMap()).add(row)
+        return retired
 
     def _grow(self, used: int, needed: int) -> None:
         """Room for ``needed`` rows in the per-row arrays."""

@@ -3,13 +3,15 @@
 Recall answers with a few memories and reads them from here (one ``pread`` each, from the page
 cache once read), so the whole store's copies need not sit in the daemon's heap: at a million
 memories they were ~0.36 GB of its RSS as compressed bytes in a dict. What stays in RAM is each
-key's place in the file, in arrays by the key's number in a :class:`~mnemo.index.keys.KeyTable`.
+text's place in the file, in two arrays by number: the row of the search index that owns the
+shelf (:class:`~mnemo.index.engine.SearchIndex`), so it needs no table of keys beside the rows'
+(one would take ~38 MB at a million).
 
 The file is unlinked as soon as it is created, in the directory given — the daemon's
 index directory, private to the user — so nothing is left behind when the process ends, however
 it ends, and no other process can open it by name. A new version is appended; the old one becomes
-garbage, and once the garbage outweighs what is live (and passes ``_COMPACT_MIN_BYTES``), the live
-versions are copied to a fresh file.
+garbage (as does a dropped number's text), and once the garbage outweighs what is live (and
+passes ``_COMPACT_MIN_BYTES``), the live versions are copied to a fresh file.
 """
 
 from __future__ import annotations
@@ -19,12 +21,13 @@ import tempfile
 import threading
 import weakref
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
-from mnemo.index.keys import KeyTable, grown
+from mnemo.index.keys import grown
 
 _COMPACT_MIN_BYTES = 64 << 20
 
@@ -50,7 +53,7 @@ def _copy(source: int, target: int, length: int) -> None:
 
 
 class Shelf:
-    """Text by key, compressed, in a file; safe to use from several threads."""
+    """Text by number, compressed, in a file; safe to use from several threads."""
 
     def __init__(self, directory: Path | None = None) -> None:
         if directory is not None:
@@ -59,61 +62,69 @@ class Shelf:
         self._fd, self._closer = self._new_file()
         self._end = 0
         self._garbage = 0
-        self._keys = KeyTable()  # each key once: its number is where its place is
+        self._held = 0  # numbers holding a text (a length of 0 holds none: zlib never gives 0 bytes)
         self._offsets = np.zeros(0, dtype=np.int64)
         self._lengths = np.zeros(0, dtype=np.uint32)
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        return len(self._keys)
+        """How many numbers hold a text."""
+        return self._held
 
-    def put(self, key: str, value: str) -> None:
-        """Keep ``value`` (text, kept compressed) under ``key``, replacing what it had."""
-        self.put_many([(key, value)])
+    def put(self, number: int, value: str) -> None:
+        """Keep ``value`` (text, kept compressed) under ``number``, replacing what it had."""
+        self.put_many([(number, value)])
 
-    def put_many(self, items: Sequence[tuple[str, str]]) -> None:
-        """``put`` each (key, value), in order: of a key given twice, the last value is kept."""
+    def put_many(self, items: Sequence[tuple[int, str]]) -> None:
+        """``put`` each (number, value), in order: of a number given twice, the last value is kept."""
         payloads = [zlib.compress(value.encode(), 1) for _, value in items]
-        for (key, _), payload in zip(items, payloads, strict=True):
+        for (number, _), payload in zip(items, payloads, strict=True):
+            if number < 0:
+                raise ValueError(f"no place for a text under {number}")
             if len(payload) >= 1 << 32:
-                raise ValueError(f"{key}: a text of {len(payload):,} bytes compressed is too long to keep")
+                raise ValueError(f"{number}: a text of {len(payload):,} bytes compressed is too long to keep")
         if not items:
             return
-        keys = [key for key, _ in items]
         with self._lock:
             os.pwrite(self._fd, b"".join(payloads), self._end)
-            known = self._keys.numbers(keys).tolist()
-            new = {k: None for k, n in zip(keys, known, strict=True) if n < 0}  # in order, once each
-            first = len(self._keys)
-            self._keys.append(list(new))
-            self._offsets = grown(self._offsets, first, len(self._keys))
-            self._lengths = grown(self._lengths, first, len(self._keys))
-            numbered = {k: first + i for i, k in enumerate(new)}
-            written: set[int] = set()
-            for key, held, payload in zip(keys, known, payloads, strict=True):
-                number = held if held >= 0 else numbered[key]
-                if number < first or number in written:  # what it held becomes garbage
-                    self._garbage += int(self._lengths[number])
-                written.add(number)
+            size = max(number for number, _ in items) + 1
+            self._offsets = grown(self._offsets, len(self._offsets), size)
+            self._lengths = grown(self._lengths, len(self._lengths), size)
+            for (number, _), payload in zip(items, payloads, strict=True):
+                self._release(number)
                 self._offsets[number], self._lengths[number] = self._end, len(payload)
+                self._held += 1
                 self._end += len(payload)
-            if self._garbage > max(_COMPACT_MIN_BYTES, self._end - self._garbage):
-                self._compact()
+            self._compact_if_mostly_garbage()
+
+    def drop(self, numbers: Iterable[int]) -> None:
+        """Forget the texts of ``numbers`` (those holding none are skipped)."""
+        with self._lock:
+            for number in numbers:
+                self._release(number)
+            self._compact_if_mostly_garbage()
 
     def settle(self) -> None:
-        """After a large load: keys sorted for lookup, spare room given back."""
+        """After a large load: spare room given back."""
         with self._lock:
-            self._keys.settle()
-            self._offsets = self._offsets[: len(self._keys)].copy()
-            self._lengths = self._lengths[: len(self._keys)].copy()
+            size = self._used()
+            self._offsets = self._offsets[:size].copy()
+            self._lengths = self._lengths[:size].copy()
 
-    def get(self, key: str) -> str | None:
+    def get(self, number: int) -> str | None:
         with self._lock:  # a compaction swaps the file and every place at once
-            number = self._keys.get(key)
-            if number is None:
+            if not 0 <= number < len(self._lengths) or not self._lengths[number]:
                 return None
             payload = os.pread(self._fd, int(self._lengths[number]), int(self._offsets[number]))
         return zlib.decompress(payload).decode()
+
+    def holds(self, numbers: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        """Whether each of ``numbers`` holds a text."""
+        with self._lock:
+            inside = (numbers >= 0) & (numbers < len(self._lengths))
+            held = np.zeros(len(numbers), dtype=bool)
+            held[inside] = self._lengths[numbers[inside]] > 0
+            return held
 
     def save(self, path: Path) -> dict[str, np.ndarray]:
         """Copy the file to ``path`` (0600; the caller names it) and give the places in it:
@@ -125,11 +136,8 @@ class Shelf:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            data, ends = self._keys.arrays()
-            size = len(self._keys)
+            size = self._used()
             return {
-                "key_bytes": data.copy(),
-                "key_ends": ends.copy(),
                 "offsets": self._offsets[:size].copy(),
                 "lengths": self._lengths[:size].copy(),
                 "end_garbage": np.asarray([self._end, self._garbage], dtype=np.int64),
@@ -139,25 +147,35 @@ class Shelf:
     def restored(cls, directory: Path | None, path: Path, arrays: dict[str, np.ndarray]) -> Shelf:
         """A shelf holding what :meth:`save` copied to ``path`` (copied again into its own file)."""
         shelf = cls(directory)
-        keys = KeyTable.restored(arrays["key_bytes"], arrays["key_ends"])
         offsets, lengths = arrays["offsets"].astype(np.int64), arrays["lengths"].astype(np.uint32)
         end, garbage = (int(v) for v in arrays["end_garbage"])
-        if len(offsets) != len(keys) or len(lengths) != len(keys):
-            raise ValueError("the shelf's places differ from its keys")
-        if len(keys) and (int(offsets.min()) < 0 or int((offsets + lengths).max()) > end):
+        if len(offsets) != len(lengths):
+            raise ValueError("the shelf's places and lengths differ in number")
+        if len(offsets) and (int(offsets.min()) < 0 or int((offsets + lengths).max()) > end):
             raise ValueError("a place past the end of the shelf's file")
         with path.open("rb") as source:
             if os.fstat(source.fileno()).st_size != end:
                 raise ValueError("the shelf's file is not the size saved")
             _copy(source.fileno(), shelf._fd, end)
-        shelf._keys, shelf._offsets, shelf._lengths = keys, offsets, lengths
-        shelf._end, shelf._garbage = end, garbage
+        shelf._offsets, shelf._lengths = offsets, lengths
+        shelf._end, shelf._garbage, shelf._held = end, garbage, int(np.count_nonzero(lengths))
         return shelf
 
     @property
     def garbage(self) -> int:
-        """Bytes of versions replaced since the file was last written afresh."""
+        """Bytes of texts replaced or dropped since the file was last written afresh."""
         return self._garbage
+
+    def _used(self) -> int:
+        """One past the highest number holding a text (under the lock)."""
+        return int(np.flatnonzero(self._lengths)[-1]) + 1 if self._held else 0
+
+    def _release(self, number: int) -> None:
+        """The text ``number`` holds, if any, becomes garbage (under the lock)."""
+        if number < len(self._lengths) and self._lengths[number]:
+            self._garbage += int(self._lengths[number])
+            self._lengths[number] = 0
+            self._held -= 1
 
     def _new_file(self) -> tuple[int, weakref.finalize[[int], Shelf]]:
         """A new unnamed file (0600), and what closes it when the shelf goes."""
@@ -165,11 +183,13 @@ class Shelf:
         os.unlink(name)
         return fd, weakref.finalize(self, os.close, fd)
 
-    def _compact(self) -> None:
-        """Copy the live versions to a fresh file (under the lock)."""
+    def _compact_if_mostly_garbage(self) -> None:
+        """Copy the live texts to a fresh file once garbage outweighs them (under the lock)."""
+        if self._garbage <= max(_COMPACT_MIN_BYTES, self._end - self._garbage):
+            return
         fd, closer = self._new_file()
         end = 0
-        for number in range(len(self._keys)):
+        for number in np.flatnonzero(self._lengths).tolist():
             length = int(self._lengths[number])
             os.pwrite(fd, os.pread(self._fd, length, int(self._offsets[number])), end)
             self._offsets[number] = end
