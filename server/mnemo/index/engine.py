@@ -99,8 +99,7 @@ class SearchIndex:
         called; until then its words are not searched. ``copies``: each document's copy, given
         exactly when the index keeps them.
         """
-        if (copies is None) != (self._copies is None) or len(copies or documents) != len(documents):
-            raise ValueError("an index keeps a copy of each document, or of none")
+        self._check_copies(copies, len(documents))
         if not documents:
             return
         tokenised = [text_terms(d.text) for d in documents]
@@ -116,6 +115,7 @@ class SearchIndex:
     def set_status(self, key: str, status: str, copy: str | None = None) -> bool:
         """Change a document's status in place (close, forget), and its ``copy`` where the index
         keeps them; False when the key is unknown."""
+        self._check_copies(None if copy is None else [copy], 1)
         with self._lock:
             self.writes += 1
             if not self._rows.set_status(key, status):
@@ -124,6 +124,13 @@ class SearchIndex:
             if self._copies is not None and copy is not None and row is not None:
                 self._copies.put(row, copy)
             return True
+
+    def _check_copies(self, copies: Sequence[str] | None, count: int) -> None:
+        """A write to an index that keeps copies gives each of its ``count`` documents' copy; one
+        to an index that keeps none gives none."""
+        wanted = None if self._copies is None else count
+        if (None if copies is None else len(copies)) != wanted:
+            raise ValueError("an index keeps a copy of each document, or of none")
 
     def copy(self, key: str) -> str | None:
         """The copy kept of a key's newest row, or None."""
