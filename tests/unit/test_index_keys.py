@@ -87,8 +87,10 @@ def test_rows_keep_owners_statuses_and_namespaces_and_a_key_given_twice_in_one_b
         "workspace:b",
     ]
     assert list(rows.live) == [0, 2, 3] and rows.row_of("mem_1") == 3
-    assert rows.set_status("mem_1", "closed") and rows.status(3) == "closed" and rows.status(0) == "active"
-    assert not rows.set_status("nobody", "closed")
+    assert (
+        rows.set_status("mem_1", "closed") == 3 and rows.status(3) == "closed" and rows.status(0) == "active"
+    )
+    assert rows.set_status("nobody", "closed") is None
     rows.append([_document("ep_1#0", "ep_1")])
     assert list(rows.live) == [2, 3, 4] and rows.live_keys() == ["", "", "odd-key", "mem_1", "ep_1#0"]
     assert np.array_equal(rows.keys.numbers(["ep_1#0", "mem_1"]), [4, 3])

@@ -118,10 +118,10 @@ class SearchIndex:
         self._check_copies(None if copy is None else [copy], 1)
         with self._lock:
             self.writes += 1
-            if not self._rows.set_status(key, status):
+            row = self._rows.set_status(key, status)
+            if row is None:
                 return False
-            row = self._rows.row_of(key)
-            if self._copies is not None and copy is not None and row is not None:
+            if self._copies is not None and copy is not None:
                 self._copies.put(row, copy)
             return True
 

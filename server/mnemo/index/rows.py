@@ -150,16 +150,17 @@ class RowTable:
         """After a large load: the keys sorted for lookup, spare capacity given back."""
         self.keys.settle()
 
-    def set_status(self, key: str, status: str) -> bool:
-        """Move a document's row to another status in place; False when the key is unknown."""
+    def set_status(self, key: str, status: str) -> int | None:
+        """Move a document's row to another status in place; the row, or None when the key is
+        unknown."""
         row = self.keys.get(key)
         if row is None:
-            return False
+            return None
         self._generation += 1
         self._by_status[self.status(row)].discard(row)
         self._by_status.setdefault(status, BitMap()).add(row)
         self._status_codes[row] = _code(status, self._statuses, self._status_code)
-        return True
+        return row
 
     def saved(self) -> tuple[dict[str, npt.NDArray[Any]], dict[str, dict[Any, BitMap]], dict[str, Any]]:
         """The table as saved (:mod:`mnemo.index.image`): arrays, bitmaps by family, and the rest
