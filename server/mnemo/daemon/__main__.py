@@ -19,10 +19,9 @@ from mnemo.paths import HASH_SEED_ENV, index_hash_seed
 
 # glibc serves a block this large or larger from a mapping of its own, given back when freed. Left
 # to itself it raises that threshold each time such a block is freed (up to 32 MB), after which a
-# search's or a page's buffers come from the heap and stay resident when freed: at a million
-# memories the daemon held ~0.03 GB more once its first start had built, and 0.02–0.04 GB more
-# after some hundred recalls (docs/benchmarks.md, "Memory at a million"). A fixed threshold
-# keeps them mappings.
+# search's or a page's buffers come from the heap and stay resident when freed, after the first
+# start's build and over recalls alike (measured in docs/benchmarks.md, "Memory at a million").
+# A fixed threshold keeps them mappings.
 _MMAP_THRESHOLD = 1 << 20
 _M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
 

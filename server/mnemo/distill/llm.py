@@ -1,16 +1,16 @@
 """The one door to a language model: any OpenAI-compatible chat-completions endpoint.
 
 This is the only module that imports ``openai``, and only once a model is configured: the SDK is
-~500 modules, ~0.4 s and ~14 MB in a daemon that runs no writer. Every call is checked against
-the daily token cap first and metered after (:mod:`mnemo.distill.meter`); the client's own
-bounded retries cover timeouts, dropped connections and 408/409/429/5xx answers
-(``llm_max_retries``, exponential back-off); what still fails is a
-:class:`~mnemo.errors.ModelError` whose message names the endpoint (never the key) and what went
-wrong. Every message's credentials are redacted on its way out (:func:`mnemo.secrets.redact`),
-whatever built it: episodes are redacted when stored, but a memory or an episode stored before a
-detector learned a new format is not. Private spans are not looked for here: what the model
-reads was stored without them, and a stray tag in a file's text would hide the question after
-it.
+hundreds of modules, whose time and memory a daemon that runs no writer is spared
+(docs/benchmarks.md, "Memory at a million"). Every call is checked against the daily token cap
+first and metered after (:mod:`mnemo.distill.meter`); the client's own bounded retries cover
+timeouts, dropped connections and 408/409/429/5xx answers (``llm_max_retries``, exponential
+back-off); what still fails is a :class:`~mnemo.errors.ModelError` whose message names the
+endpoint (never the key) and what went wrong. Every message's credentials are redacted on its
+way out (:func:`mnemo.secrets.redact`), whatever built it: episodes are redacted when stored,
+but a memory or an episode stored before a detector learned a new format is not. Private spans
+are not looked for here: what the model reads was stored without them, and a stray tag in a
+file's text would hide the question after it.
 """
 
 from __future__ import annotations

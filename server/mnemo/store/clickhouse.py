@@ -124,8 +124,8 @@ class ClickHouseStore(
         self._db.close()
 
     def give_back_memory(self) -> None:
-        """chDB's allocator (jemalloc) keeps the pages its queries freed for some seconds (having
-        read 200,000 memories, ~20 MB for ~6 s); purged here at once, so that what the daemon
+        """chDB's allocator (jemalloc) keeps the pages its queries freed for some seconds
+        (docs/benchmarks.md, "Memory at a million"); purged here at once, so that what the daemon
         holds once built is what it keeps. A server's memory is the server's own."""
         if self._is_embedded:
             with self._db.translated("giving back the embedded engine's freed memory"):
