@@ -363,6 +363,26 @@ async def session_episodes(home: Home, session: str) -> list[Any]:
         return [hit.episode for hit in found.episodes]
 
 
+def run_git(repo: Path, *args: str) -> str:
+    """``git -C repo args…``'s output; a failure fails the test."""
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
+
+
+def committed_repo(root: Path, files: dict[str, str]) -> Path:
+    """A git repository at ``root`` (branch main, a committer set) with ``files`` ({path: text})
+    in its first commit."""
+    root.mkdir(parents=True)
+    run_git(root, "init", "-q", "-b", "main")
+    run_git(root, "config", "user.email", "dev@example.com")
+    run_git(root, "config", "user.name", "Dev")
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    run_git(root, "add", "-A")
+    run_git(root, "commit", "-q", "-m", "one")
+    return root
+
+
 def git_repo(path: Path, remote: str) -> Path:
     """A git repository at ``path`` whose origin is ``remote`` (a workspace is named by it)."""
     path.mkdir(parents=True)

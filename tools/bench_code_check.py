@@ -3,15 +3,20 @@
     uv run --frozen python tools/bench_code_check.py [--commits 10000] [--memories 1000] [--rounds 30]
 
 Generates a repository (git fast-import) of 1,000 files and ``--commits`` commits, each changing
-one of the first 500 files; anchors ``--memories`` memories to one file each, at the commit 300
-before HEAD (so that the files changed since are flagged, as after a few days' work), and times
-``mnemo.code.check.check`` — the work the SessionStart hook waits for (at most 0.25 s; past that
-it goes on in the background) — with median and p95 over ``--rounds`` runs, for:
+one of the first 500 files: an unrelated line (``RETRIES_n``), and at every 50th commit the value
+the file's memory names (``TIMEOUT_S``) too. Anchors ``--memories`` memories to one file each —
+the handler they name and the timeout they state — and times ``mnemo.code.check.check``, the work
+the SessionStart hook waits for (at most 0.25 s; past that it goes on in the background), with
+median and p95 over ``--rounds`` runs, for:
 
 - nothing changed since the anchors (anchored at HEAD): one ``rev-parse`` and one ``ls-tree``
   per 500 paths;
-- anchored 300 commits back: the blob comparison, one ``cat-file --batch`` of the changed files,
-  and at most 20 ``git log`` calls for the commits that changed them.
+- anchored 300 commits back, checked for the first time: the blob comparison, one
+  ``cat-file --batch`` of the changed files' text then and now (the lines of the named values are
+  compared), at most 5 ``git log`` calls for the commits that changed them; most files are
+  refreshed (their value stands), those whose value changed are flagged;
+- the same after a check 30 commits before HEAD (a session earlier that day): the refreshed files
+  are followed from there, so only those changed since are read again.
 
 The git binary's speed decides most of it: the figures are this machine's (``git --version``).
 """
@@ -24,19 +29,24 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
 from bench_store import percentile  # tools/bench_store.py, beside this script
 from mnemo.code import git
-from mnemo.code.check import check
-from mnemo.memories import AnchoredFile, CodeAnchor, Memory, Origin
-from mnemo.vocabulary import MemoryStatus, MemoryType
+from mnemo.code.check import Followed, FollowKey, check
+from mnemo.memories import AnchoredFile, CodeAnchor, Memory
+from mnemo.vocabulary import MemoryType
 from stamp import stamp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # a memory made as the tests make one
+from tests.helpers import make_memory
 
 FILES = 1_000
 HOT = 500  # the files the commits change
 BEHIND = 300
+EARLIER = 30
 
 
 def make_repository(root: Path, commits: int) -> None:
@@ -44,10 +54,15 @@ def make_repository(root: Path, commits: int) -> None:
     subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
     lines: list[bytes] = []
     stamp_s = 1_700_000_000
+    timeouts = list(range(10, 10 + FILES))
 
     def data(text: str) -> None:
         raw = text.encode()
         lines.append(b"data %d\n%s\n" % (len(raw), raw))
+
+    def module(f: int, retries: int) -> str:
+        head = f"TIMEOUT_S = {timeouts[f]}\nRETRIES_{f} = {retries}\n"
+        return head + f"\ndef handler_{f}(request):\n    return request\n"
 
     for n in range(commits):
         lines.append(b"commit refs/heads/main\n")
@@ -56,11 +71,13 @@ def make_repository(root: Path, commits: int) -> None:
         if n == 0:
             for f in range(FILES):
                 lines.append(f"M 100644 inline src/module_{f:04d}.py\n".encode())
-                data(f"TIMEOUT_S = {f}\n\ndef handler_{f}(request):\n    return request\n")
+                data(module(f, 0))
         else:
             f = n % HOT
+            if n % 50 == 0:
+                timeouts[f] += 1_000
             lines.append(f"M 100644 inline src/module_{f:04d}.py\n".encode())
-            data(f"TIMEOUT_S = {f + n}\n\ndef handler_{f}(request):\n    return request\n")
+            data(module(f, n))
     subprocess.run(["git", "-C", str(root), "fast-import", "--quiet"], input=b"".join(lines), check=True)
     subprocess.run(["git", "-C", str(root), "checkout", "-q", "main"], check=True)
 
@@ -69,45 +86,39 @@ def anchored_memories(root: Path, commit: str, count: int) -> list[Memory]:
     paths = [f"src/module_{i % FILES:04d}.py" for i in range(count)]
     blobs = git.blobs(root, commit, sorted(set(paths)))
     assert blobs is not None
+    texts = git.contents(root, sorted(set(blobs.values())))
+    timeout = {p: texts[blobs[p]].split("\n", 1)[0].split(" = ")[1] for p in set(paths)}
     now = datetime.now(UTC)
-    return [
-        Memory(
-            id=f"mem_bench{i:06d}",
-            version=1,
-            type=MemoryType.FACT,
-            status=MemoryStatus.ACTIVE,
-            namespace="workspace:bench",
-            content=f"handler_{i % FILES} in {path} times out after {i % FILES} s",
-            what=f"handler_{i % FILES} in {path} times out after {i % FILES} s",
-            who="",
-            when="",
-            where="",
-            why="",
-            how="",
-            entities=[],
-            sources=[],
-            origin=Origin.EXPLICIT,
-            created_at=now,
-            updated_at=now,
-            valid_from=now,
-            code=CodeAnchor(
-                commit=commit,
-                files=[AnchoredFile(path=path, blob=blobs[path], symbols=[f"handler_{i % FILES}"])],
-            ),
+    memories = []
+    for i, path in enumerate(paths):
+        what = f"handler_{i % FILES} in {path} times out after {timeout[path]} s"
+        named = AnchoredFile(
+            path=path, blob=blobs[path], symbols=[f"handler_{i % FILES}"], values=[timeout[path]]
         )
-        for i, path in enumerate(paths)
-    ]
+        code = CodeAnchor(commit=commit, files=[named])
+        memories.append(make_memory(f"mem_bench{i:06d}", what, now, type=MemoryType.FACT, code=code))
+    return memories
 
 
-def timed(root: Path, memories: list[Memory], rounds: int) -> tuple[list[float], int]:
-    times, flagged = [], 0
+def timed(
+    root: Path, memories: list[Memory], rounds: int, followed: Mapping[FollowKey, Followed] | None = None
+) -> tuple[list[float], int, int]:
+    times, flagged, refreshed = [], 0, 0
     for _ in range(rounds):
         started = time.perf_counter()
-        result = check(root, memories, deadline_s=10.0)
+        result = check(root, memories, deadline_s=10.0, followed=followed)
         times.append(time.perf_counter() - started)
         assert result.complete
-        flagged = len(result.flags)
-    return times, flagged
+        flagged = sum(f.stale for f in result.flags.values())
+        refreshed = len(result.followed)
+    return times, flagged, refreshed
+
+
+def _rev(root: Path, name: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", name], capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
 
 
 def main() -> int:
@@ -124,29 +135,27 @@ def main() -> int:
         make_repository(root, args.commits)
         made_s = time.perf_counter() - began
         head = git.head(root)
-        behind = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", f"HEAD~{BEHIND}"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
         assert head is not None
-        fresh, fresh_flagged = timed(root, anchored_memories(root, head, args.memories), args.rounds)
-        old, old_flagged = timed(root, anchored_memories(root, behind, args.memories), args.rounds)
+        fresh = timed(root, anchored_memories(root, head, args.memories), args.rounds)
+        behind = anchored_memories(root, _rev(root, f"HEAD~{BEHIND}"), args.memories)
+        old = timed(root, behind, args.rounds)
+        earlier = check(root, behind, deadline_s=30.0, head=_rev(root, f"HEAD~{EARLIER}"))
+        followed = timed(root, behind, args.rounds, earlier.followed)
     version = subprocess.run(["git", "--version"], check=False, capture_output=True, text=True).stdout.strip()
     print(stamp())
     print(
         f"{args.memories} anchored memories, a repository of {FILES} files and {args.commits} commits "
         f"(made in {made_s:.1f} s), {version}, {args.rounds} rounds\n"
     )
-    print("| anchors | flagged | check median | check p95 |")
-    print("|---|---|---|---|")
-    for label, times, flagged in (
-        ("at HEAD: nothing changed", fresh, fresh_flagged),
-        (f"{BEHIND} commits back", old, old_flagged),
+    print("| anchors | refreshed | flagged | check median | check p95 |")
+    print("|---|---|---|---|---|")
+    for label, (times, flagged, refreshed) in (
+        ("at HEAD: nothing changed", fresh),
+        (f"{BEHIND} commits back", old),
+        (f"{BEHIND} commits back, followed {EARLIER} commits ago", followed),
     ):
         print(
-            f"| {label} | {flagged} | {statistics.median(times) * 1000:.1f} ms "
+            f"| {label} | {refreshed} | {flagged} | {statistics.median(times) * 1000:.1f} ms "
             f"| {percentile(times, 0.95) * 1000:.1f} ms |"
         )
     return 0

@@ -53,7 +53,8 @@ Record = dict[str, Any]
 # Fields a Markdown section leaves out when empty, and what they are then.
 _EMPTY: dict[str, object] = {
     "who": "", "when": "", "where": "", "why": "", "how": "", "closed_by": "",
-    "status_reason": "", "batch": "", "valid_to": None, "code": None, "entities": [], "sources": [],
+    "status_reason": "", "batch": "", "valid_to": None, "code": None, "replaces": "", "entities": [],
+    "sources": [],
 }  # fmt: skip
 _TITLE = "# mnemo export"
 _FENCE = "```"

@@ -121,6 +121,9 @@ class Memory(BaseModel):
     code: CodeAnchor | None = Field(
         default=None, description="The files and commit it is about, when written in a git workspace."
     )
+    replaces: str = Field(
+        default="", description="A candidate's: the memory that approving it closes (its id)."
+    )
 
 
 def forgotten(memory: Memory, reason: str) -> Memory:

@@ -1,5 +1,6 @@
 """Memories tied to code, in a real git repository the test makes: anchored when written,
-flagged when a commit changes, deletes or renames their files, ranked behind and marked.
+flagged when a commit changes a value they name or deletes their files, followed when it renames
+them, weighed down and marked, and the memory with the new value proposed for review.
 
 The session that teaches "the gateway timeout is 600 s via timeout_sec in lb.tf" read lb.tf with
 a tool; the scripted model distils it (the writer's own anchoring is what is tested, not the
@@ -19,11 +20,13 @@ from typing import Any
 
 import pytest
 
+from mnemo.code.anchors import anchor
+from mnemo.daemon.code_checks import STALE_WEIGHT
 from mnemo.episodes import EpisodeIn, EpisodeIntake, Role
 from mnemo.secrets import SecretRedactor
 from mnemo.store import open_store
 from mnemo.workspace import workspace_namespace
-from tests.helpers import Home, context_of, event_input, hook, wait_until
+from tests.helpers import Home, committed_repo, context_of, event_input, hook, run_git, wait_until
 from tests.llm_server import LLMServer
 
 LB = 'resource "aws_lb" "gateway" {\n  name        = "gateway"\n  timeout_sec = 600\n}\n'
@@ -36,33 +39,19 @@ FILES = {
 }
 
 
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "shop"
-    root.mkdir()
-    _git(root, "init", "-q", "-b", "main")
-    _git(root, "config", "user.email", "dev@example.com")
-    _git(root, "config", "user.name", "Dev")
-    for path, text in FILES.items():
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        (root / path).write_text(text)
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "-m", "one")
-    return root
+    return committed_repo(tmp_path / "shop", FILES)
 
 
 def _the_move_on(repo: Path) -> str:
     """A commit that changes lb.tf, deletes legacy.py and renames release.sh; its short id."""
     (repo / "infra/lb.tf").write_text(LB_CHANGED)
-    _git(repo, "rm", "-q", "src/legacy.py")
+    run_git(repo, "rm", "-q", "src/legacy.py")
     (repo / "tools").mkdir()
-    _git(repo, "mv", "scripts/release.sh", "tools/release.sh")
-    _git(repo, "commit", "-q", "-am", "two")
-    return _git(repo, "rev-parse", "--short=7", "HEAD").strip()
+    run_git(repo, "mv", "scripts/release.sh", "tools/release.sh")
+    run_git(repo, "commit", "-q", "-am", "two")
+    return run_git(repo, "rev-parse", "--short=7", "HEAD").strip()
 
 
 def _record_the_lb_session(home: Home, repo: Path) -> None:
@@ -169,13 +158,13 @@ def test_a_commit_that_changes_a_memorys_file_flags_it_ranks_it_behind_and_marks
     home = configured.with_env(MNEMO_LLM_URL="")  # no model: flagged only, never re-judged
     ns = workspace_namespace(str(repo))
     lb = _memory(home, ids["lb"], "gateway timeout lb.tf", ns)["memory"]
-    head = _git(repo, "rev-parse", "HEAD").strip()
+    head = run_git(repo, "rev-parse", "HEAD").strip()
     assert lb["code"] == {
         "commit": head,
         "files": [
             {
                 "path": "infra/lb.tf",
-                "blob": _git(repo, "rev-parse", "HEAD:infra/lb.tf").strip(),
+                "blob": run_git(repo, "rev-parse", "HEAD:infra/lb.tf").strip(),
                 "symbols": ["timeout_sec"],
                 "values": ["600"],
             }
@@ -208,7 +197,9 @@ def test_a_commit_that_changes_a_memorys_file_flags_it_ranks_it_behind_and_marks
     assert code == 0
     injected = context_of(started)
     lb_line = next(line for line in injected.splitlines() if ids["lb"] in line)
-    assert f"(may be outdated: infra/lb.tf changed in {second} since; 600 no longer in it)" in lb_line
+    assert (
+        f"(may be outdated: infra/lb.tf now has timeout_sec = 900 (was 600); changed in {second})" in lb_line
+    )
     deploy_line = next(line for line in injected.splitlines() if ids["deploy"] in line)
     assert "may be outdated" not in deploy_line
 
@@ -216,15 +207,20 @@ def test_a_commit_that_changes_a_memorys_file_flags_it_ranks_it_behind_and_marks
     flags = {f["memory"]: f for f in checked["flagged"]}
     assert set(flags) == {ids["lb"], ids["legacy"], ids["release"]}  # deploy.md did not change
     assert (flags[ids["lb"]]["kind"], flags[ids["lb"]]["commits"]) == ("changed", [second])
+    assert flags[ids["lb"]]["readings"] == [{"value": "600", "now": "900", "line": "timeout_sec = 900"}]
     assert flags[ids["legacy"]]["kind"] == "deleted" and flags[ids["legacy"]]["stale"]
     release = flags[ids["release"]]
     assert (release["kind"], release["new_path"], release["stale"]) == ("moved", "tools/release.sh", False)
 
-    hits = json.loads(home.mnemo("recall", "gateway timeout", "--namespace", ns, "--json").stdout)["memories"]
+    hits = json.loads(
+        home.mnemo("recall", "gateway timeout", "--namespace", ns, "--json", "--explain").stdout
+    )["memories"]
     order = [h["memory"]["id"] for h in hits]
-    assert order.index(ids["alarm"]) < order.index(ids["lb"])  # the flagged one behind
-    assert hits[order.index(ids["lb"])]["outdated"].startswith("infra/lb.tf changed in")
-    assert not hits[order.index(ids["alarm"])]["outdated"]
+    lb_hit, alarm_hit = hits[order.index(ids["lb"])], hits[order.index(ids["alarm"])]
+    assert lb_hit["outdated"].startswith("infra/lb.tf now has timeout_sec = 900")
+    assert lb_hit["explain"]["stale_weight"] == STALE_WEIGHT  # weighed down, not sent behind all
+    assert not alarm_hit["outdated"] and "stale_weight" not in alarm_hit["explain"]
+    assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
     shown = home.mnemo("check-code", str(repo)).stdout
     assert "3 memories tied to code" not in shown and "2 may be outdated" in shown
 
@@ -250,66 +246,53 @@ def test_without_git_or_with_a_broken_repository_nothing_is_anchored_or_flagged_
     assert broken["head"] is None and broken["flagged"] == []
 
 
-def test_with_a_model_the_writer_rejudges_flagged_memories_against_the_code_as_it_is_now(
-    coded: tuple[Home, dict[str, str]], repo: Path, llm_server: LLMServer
+def test_a_new_value_is_proposed_once_updated_while_pending_and_not_again_once_rejected(
+    home: Home, repo: Path
 ) -> None:
-    home, ids = coded
+    words = home.with_env(MNEMO_EMBEDDER="none")
     ns = workspace_namespace(str(repo))
-    # The model: lb.tf now holds a newer timeout; deploy.md still says what the memory says.
-    llm_server.answer(
-        contains="MEMORY: The gateway timeout is 600 s", choices={"B": 0.9, "A": 0.05, "C": 0.05}
+    memory = _remember(words, "The gateway timeout is 600 s (timeout_sec in infra/lb.tf)", ns, repo)
+
+    def proposals() -> list[dict[str, Any]]:
+        words.mnemo("check-code", str(repo))
+        queue = json.loads(words.mnemo("review", "list", "--json").stdout)["memories"]
+        return [m for m in queue if m["replaces"] == memory["id"]]
+
+    def commit(path: str, text: str) -> None:
+        (repo / path).write_text(text)
+        run_git(repo, "commit", "-q", "-am", f"edit {path}")
+
+    commit("infra/lb.tf", LB.replace("600", "900"))
+    [first] = proposals()
+    assert first["what"] == "The gateway timeout is 900 s (timeout_sec in infra/lb.tf)"
+    assert first["status_reason"].startswith(
+        "proposed by the code check: infra/lb.tf now has timeout_sec = 900"
     )
-    llm_server.answer(
-        contains="MEMORY: Deploys go out on Tuesdays", choices={"A": 0.92, "B": 0.04, "C": 0.04}
-    )
-    (repo / "docs/deploy.md").write_text(FILES["docs/deploy.md"] + "\nRollbacks use the previous tag.\n")
-    second = _the_move_on(repo)
-    head = _git(repo, "rev-parse", "HEAD").strip()
-    hook(home, "SessionStart", event_input("SessionStart", "s-next", cwd=str(repo)))
-
-    def reviewed() -> bool:
-        logged = json.loads(home.mnemo("judge-log", "--json").stdout)
-        return {ids["lb"], ids["deploy"]} <= {
-            r["memory"] for r in logged["entries"] if r["batch"].startswith("code:")
-        }
-
-    wait_until(reviewed, timeout_s=60, what="the writer's code review")
-    logged = json.loads(home.mnemo("judge-log", "--json").stdout)["entries"]
-    rows = [r for r in logged if r["batch"] == f"code:{head[:12]}"]
-    by_memory = {r["memory"]: r for r in rows}
-    lb, deploy = by_memory[ids["lb"]], by_memory[ids["deploy"]]
-    assert lb["action"] == "closed" and lb["closes"] == [ids["lb"]]
-    assert lb["detail"]["probabilities"]["updated"] > 0.8
-    assert deploy["action"] == "confirmed" and deploy["detail"]["verdict"] == "still"
-
-    closed = _memory(home, ids["lb"], "gateway timeout lb.tf", ns)
-    assert closed["memory"]["status"] == "closed" and closed["memory"]["closed_by"] == f"code:{head}"
-    assert f"infra/lb.tf changed in {second} since" in closed["memory"]["status_reason"]
-    queue = json.loads(home.mnemo("review", "list", "--json").stdout)["memories"]
-    [proposed] = [m for m in queue if m["id"] == lb["target"]]
-    assert proposed["what"] == "The gateway timeout is 900 s via timeout_sec in lb.tf"
-    assert proposed["code"]["commit"] == head and proposed["code"]["files"][0]["values"] == ["900"]
-
-    refreshed = _memory(home, ids["deploy"], "Deploys Tuesdays", ns)["memory"]
-    assert refreshed["status"] == "active" and refreshed["code"]["commit"] == head
-    flagged = {
-        f["memory"] for f in json.loads(home.mnemo("check-code", str(repo), "--json").stdout)["flagged"]
-    }
-    assert ids["deploy"] not in flagged and ids["lb"] not in flagged  # refreshed; closed
-    assert ids["legacy"] in flagged  # its file is gone: nothing to judge it against, still flagged
+    commit("docs/deploy.md", FILES["docs/deploy.md"] + "\nRollbacks use the previous tag.\n")
+    assert [m["id"] for m in proposals()] == [first["id"]]  # the same change: the same proposal
+    commit("infra/lb.tf", LB.replace("600", "1200"))
+    [updated] = proposals()
+    assert (updated["id"], updated["version"]) == (first["id"], 2)
+    assert updated["what"] == "The gateway timeout is 1200 s (timeout_sec in infra/lb.tf)"
+    words.mnemo("review", "reject", updated["id"], "--reason", "the memory is about production only")
+    commit("infra/lb.tf", LB.replace("600", "1500"))
+    assert proposals() == []  # a person said no: not asked again for this version of the memory
+    hit = _memory(words, memory["id"], "gateway timeout", ns)
+    assert hit["memory"]["status"] == "active"  # a proposal never changes the memory itself
+    assert "now has timeout_sec = 1500 (was 600)" in hit["outdated"]
 
 
 def test_a_worktree_is_checked_against_its_own_head(home: Home, repo: Path, tmp_path: Path) -> None:
     words = home.with_env(MNEMO_EMBEDDER="none")
     tree = tmp_path / "shop-hotfix"
-    _git(repo, "remote", "add", "origin", "git@github.com:shop/api.git")  # the workspace's identity
-    _git(repo, "worktree", "add", "-q", "-b", "hotfix", str(tree))
+    run_git(repo, "remote", "add", "origin", "git@github.com:shop/api.git")  # the workspace's identity
+    run_git(repo, "worktree", "add", "-q", "-b", "hotfix", str(tree))
     ns = workspace_namespace(str(tree))
     assert ns == workspace_namespace(str(repo))  # one workspace, two checkouts
     memory = _remember(words, "timeout_sec in infra/lb.tf is 600", ns, tree)
-    assert memory["code"]["commit"] == _git(tree, "rev-parse", "HEAD").strip()
+    assert memory["code"]["commit"] == run_git(tree, "rev-parse", "HEAD").strip()
     (tree / "infra/lb.tf").write_text(LB_CHANGED)
-    _git(tree, "commit", "-q", "-am", "hotfix: a longer timeout")
+    run_git(tree, "commit", "-q", "-am", "hotfix: a longer timeout")
     in_tree = json.loads(words.mnemo("check-code", str(tree), "--json").stdout)
     assert [f["memory"] for f in in_tree["flagged"]] == [memory["id"]]
     in_main = json.loads(words.mnemo("check-code", str(repo), "--json").stdout)
@@ -333,7 +316,7 @@ def test_a_slow_git_never_holds_the_hook_the_check_finishes_behind_it(
     ns = workspace_namespace(str(repo))
     memory_id = _remember(slow, "timeout_sec in infra/lb.tf is 600", ns, repo)["id"]
     (repo / "infra/lb.tf").write_text(LB_CHANGED)
-    _git(repo, "commit", "-q", "-am", "two")
+    run_git(repo, "commit", "-q", "-am", "two")
 
     started, code = hook(
         slow, "SessionStart", event_input("SessionStart", "s-slow", cwd=str(repo)), deadline_s=2.5
@@ -345,4 +328,38 @@ def test_a_slow_git_never_holds_the_hook_the_check_finishes_behind_it(
     again, _ = hook(
         slow, "SessionStart", event_input("SessionStart", "s-slow-2", cwd=str(repo)), deadline_s=2.5
     )
-    assert "may be outdated: infra/lb.tf changed in" in context_of(again)  # the same HEAD: no new check
+    assert "may be outdated: infra/lb.tf now has timeout_sec = 900" in context_of(
+        again
+    )  # the same HEAD: no new check
+
+
+def test_a_memory_is_anchored_to_files_named_by_name_by_code_name_or_by_what_they_hold(repo: Path) -> None:
+    extra = {
+        "Makefile": "test:\n\tpytest -q\n",
+        "src/auth/PasswordPolicy.java": "class PasswordPolicy { int minLength = 12; }\n",
+        ".gitlab-ci.yml": "deploy_production:\n  when: manual\n",
+        ".travis.yml": "language: python\n",
+        "a/retry.py": "MAX_RETRY = 3\n",
+        "b/retry.py": "MAX_RETRY = 3\n",
+        "c/retry.py": "MAX_RETRY = 3\n",
+    }
+    for path, text in extra.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    run_git(repo, "add", "-A")
+    run_git(repo, "commit", "-q", "-m", "more")
+
+    def files(text: str) -> list[str]:
+        found = anchor(str(repo), [text])
+        return [f.path for f in found.files] if found else []
+
+    assert files("Tests run with make test, which calls pytest -q (see Makefile)") == ["Makefile"]
+    assert files("PasswordPolicy requires 12 characters") == ["src/auth/PasswordPolicy.java"]
+    assert files("deploy_production only runs when started by hand") == [".gitlab-ci.yml"]
+    assert files("CI runs on .travis.yml") == [".travis.yml"]
+    assert files("MAX_RETRY is 3 everywhere") == []  # three files hold it: which one is meant?
+    assert files("retry.py retries") == []  # three files have that name
+    assert files("We build before we deploy") == []  # words in prose name no file
+    policy = anchor(str(repo), ["PasswordPolicy requires 12 characters"])
+    assert policy is not None and policy.files[0].values == ["12"]
+    assert policy.files[0].symbols == []  # the name is its path's: no symbol of its own

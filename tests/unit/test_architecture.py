@@ -29,6 +29,7 @@ LAYERS = [
         "mnemo.jsonread",
         "mnemo.jsonrpc",
         "mnemo.memories",
+        "mnemo.numerals",
         "mnemo.paths",
         "mnemo.private",
         "mnemo.secrets",

@@ -33,7 +33,7 @@ def _memory(number: int, content: str, **fields: Any) -> dict[str, Any]:
         "entities": [], "sources": [], "origin": "explicit", "created_at": "2026-11-03T09:30:00Z",
         "updated_at": "2026-11-03T09:30:00Z", "valid_from": "2026-11-03T09:30:00Z", "valid_to": None,
         "closed_by": "", "status_reason": "", "has_human_backing": False, "confidence": 0.8199999928474426,
-        "seen_count": 1, "code": None, "batch": "", **fields,
+        "seen_count": 1, "code": None, "replaces": "", "batch": "", **fields,
     }  # fmt: skip
 
 

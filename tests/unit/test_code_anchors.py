@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mnemo.code.anchors import named_paths
 from mnemo.code.check import CodeFlag
+from mnemo.numerals import as_digits
 from mnemo.workspace import repo_root
 
 
@@ -43,3 +44,9 @@ def test_the_repository_of_a_path_the_system_cannot_look_at_is_none_not_an_error
     assert repo_root(tmp_path / "repo" / "src") == tmp_path / "repo"
     assert repo_root(tmp_path / "repo" / ("x" * 5_000)) == tmp_path / "repo"
     assert repo_root(Path("/srv") / ("x" * 5_000)) is None
+
+
+def test_numbers_written_as_words_are_read_as_digits_in_english_and_spanish() -> None:
+    assert as_digits("retries up to three times, cada dos semanas, once a day, one job") == (
+        "retries up to 3 times, cada 2 semanas, once a day, one job"
+    )

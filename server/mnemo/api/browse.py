@@ -103,6 +103,11 @@ class MemoryPage(BaseModel):
     sources: list[Episode]
     usage: Usage
     outdated: str = Field(default="", description="Why its code may be outdated ('' when not flagged).")
+    code_check: str = Field(
+        default="",
+        description="When its file changed and still holds everything it names: the check's note "
+        "(refreshed, or followed to a new path).",
+    )
 
 
 class WriterState(BaseModel):

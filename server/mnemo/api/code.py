@@ -13,6 +13,16 @@ class CodeCheckRequest(BaseModel):
     cwd: Annotated[str, Field(min_length=1, max_length=4_096, description="A directory in the checkout.")]
 
 
+class CodeReading(BaseModel):
+    """A value the memory names, and the number the line that held it holds now."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    value: str
+    now: str
+    line: str  # the site and its new number as the file has them: "timeout_sec = 900"
+
+
 class CodeFlagged(BaseModel):
     """A memory whose anchored code changed (or moved) since it was written."""
 
@@ -20,12 +30,13 @@ class CodeFlagged(BaseModel):
 
     memory: str
     what: str
-    kind: str  # changed | deleted | moved | moved and changed
-    stale: bool  # False for a file renamed with the same content: followed, not outdated
+    kind: str  # refreshed | moved | changed | moved and changed | deleted
+    stale: bool  # False when the file still holds all the memory names: followed, not outdated
     path: str
     new_path: str = ""
     commits: list[str] = []
     missing: list[str] = []
+    readings: list[CodeReading] = []
     note: str
 
 

@@ -109,11 +109,13 @@ def cmd_check_code(args: argparse.Namespace, context: Context) -> int:
         write(f"{directory}: not in a git checkout with a commit, or git is missing: nothing to check")
         return EXIT_OK
     stale = [f for f in result["flagged"] if f["stale"]]
+    followed = len(result["flagged"]) - len(stale)
     write(
         f"{result['workspace']} at {result['head'][:7]}: {result['checked']} memories tied to code, "
-        f"{len(stale)} may be outdated" + ("" if result["complete"] else " (check cut short)")
+        f"{followed} followed (changed or moved, still holding what they name), {len(stale)} may be outdated"
+        + ("" if result["complete"] else " (check cut short)")
     )
-    for flag in result["flagged"]:
+    for flag in sorted(result["flagged"], key=lambda f: not f["stale"]):
         mark = "outdated?" if flag["stale"] else "followed "
         write(f"  {mark} [{flag['memory']}] {flag['what'][:80]} — {flag['note']}")
     return EXIT_OK

@@ -1,12 +1,20 @@
 """What code a memory is about, found when it is written.
 
 In a git workspace, a memory is anchored to the tracked files it names ("timeout_sec in lb.tf",
-"server/app.py") and to those its source episodes' tool calls read or edited (the call's first
-line: ``Read {"file_path": "/srv/shop/lb.tf"}``). A name that is no path of HEAD's tree is matched
-by its base name when exactly one tracked file has it. For each file: its blob at HEAD, the
-identifiers the memory names that the file holds (``timeout_sec``), and the numbers it names
-that the file holds (``600``) — so that a later check can say whether they are still there.
-Outside a repository, or when git cannot answer, there is no anchor, never an error.
+"server/app.py", "see the Makefile") and to those its source episodes' tool calls read or edited
+(the call's first line: ``Read {"file_path": "/srv/shop/lb.tf"}``). A name that is no path of
+HEAD's tree is matched by its base name when exactly one tracked file has it; a file named
+without an extension (Makefile, Dockerfile, Procfile) is named by a word equal to its name,
+capitalised as the file is — or, for a lower-case name (``justfile``), in backquotes or quotes,
+since "deploy" or "build" in prose is not a script — and a file by a name written as code that
+is its name without the extension (``PasswordPolicy`` for ``src/PasswordPolicy.java``). A memory
+that names no file in these ways is anchored to the files that hold a name it writes as code,
+where one or two tracked files hold it (``deploy_production``: ``.gitlab-ci.yml``).
+
+For each file: its blob at HEAD, the identifiers the memory names that the file holds
+(``timeout_sec``), and the numbers it names that the file holds (``600``) — so that a later check
+can say whether they are still there. Outside a repository, or when git cannot answer, there is
+no anchor, never an error.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePosixPath
 
 from mnemo.code import git
+from mnemo.code.named import anchors_value, holds_symbol, is_code_name, named_symbols, named_values
 from mnemo.episodes import Episode, Role
 from mnemo.memories import AnchoredFile, CodeAnchor
 from mnemo.workspace import repo_root
@@ -23,11 +32,16 @@ from mnemo.workspace import repo_root
 MAX_FILES = 8
 MAX_SYMBOLS = 8
 MAX_VALUES = 4
+MAX_FILES_PER_NAME = 2
 # A path-like token: a path with directories (a/b/c, /srv/a/b.py), or a name with an extension
 # (lb.tf). Not a URL, not a version (3.11), not an e-mail address.
-_PATH = re.compile(r"(?<![\w/.@:-])(/?(?:[\w.-]+/)+[\w.-]+|[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,9})(?![\w/@])")
-_IDENTIFIER = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]{2,80}\b")
-_NUMBER = re.compile(r"(?<![\w.])\d{2,}(?:\.\d+)?(?![\w.])")
+_PATH = re.compile(
+    r"(?<![\w/.@:-])(/?(?:[\w.-]+/)+[\w.-]+|\.?[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,9})(?![\w/@])"
+)
+_NAME = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]{3,80}\b")
+# A word that may be a file named without an extension: capitalised (Makefile, LICENSE), or any
+# name in backquotes or quotes (`justfile`).
+_BARE_NAME = re.compile(r"(?<![\w./-])([A-Z][\w-]{2,80})(?![\w/-]|\.\w)|[`'\"]([\w-]{3,80})[`'\"]")
 
 
 def named_paths(texts: Iterable[str]) -> list[str]:
@@ -41,14 +55,33 @@ def named_paths(texts: Iterable[str]) -> list[str]:
     return list(found)
 
 
-def _symbols(texts: Sequence[str]) -> list[str]:
-    """Identifiers that look like code: snake_case, SCREAMING_CASE, camelCase."""
+def code_names(texts: Iterable[str]) -> list[str]:
+    """Names in ``texts`` written as code writes them (PasswordPolicy, backfill_user_emails), which
+    may be a file's name without its extension."""
+    return list(dict.fromkeys(t for text in texts for t in _NAME.findall(text) if is_code_name(t)))
+
+
+def bare_names(texts: Iterable[str]) -> list[str]:
+    """Words in ``texts`` that may name a file without an extension, in order, once each."""
     found: dict[str, None] = {}
     for text in texts:
-        for token in _IDENTIFIER.findall(text):
-            if "_" in token or (token[0].islower() and any(c.isupper() for c in token[1:])):
-                found.setdefault(token, None)
+        for match in _BARE_NAME.finditer(text):
+            found.setdefault(match.group(1) or match.group(2), None)
     return list(found)
+
+
+def _by_name(tracked: Iterable[str]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The tracked files by name: those named without an extension ({Makefile: paths}), and the
+    others by their name without it ({PasswordPolicy: [src/PasswordPolicy.java]})."""
+    bare: dict[str, list[str]] = {}
+    stems: dict[str, list[str]] = {}
+    for path in tracked:
+        name = PurePosixPath(path).name
+        if "." not in name:
+            bare.setdefault(name, []).append(path)
+        elif not name.startswith("."):
+            stems.setdefault(name.split(".", 1)[0], []).append(path)
+    return bare, stems
 
 
 def _resolve(names: Sequence[str], root: Path, cwd: Path, tracked: Sequence[str]) -> list[str]:
@@ -99,12 +132,29 @@ def anchor(cwd: str, memory_texts: Sequence[str], source_calls: Sequence[str] = 
         return None
     commit = git.head(root)
     names = named_paths([*memory_texts, *source_calls])
-    if commit is None or not names:
+    bare = bare_names(memory_texts)
+    if commit is None or not (names or bare or code_names(memory_texts)):
         return None
     tracked = git.tree(root, commit)
     if not tracked:
         return None
     paths = _resolve(names, root, Path(cwd), list(tracked))
+    # A file named by its name alone: Makefile, or a code name equal to its stem (PasswordPolicy
+    # for src/PasswordPolicy.java), where exactly one tracked file has it.
+    bare_files, stems = _by_name(tracked)
+    coded = code_names(memory_texts)
+    for files in (*(bare_files.get(n) for n in bare), *(stems.get(n) for n in coded)):
+        if files is not None and len(files) == 1 and files[0] not in paths:
+            paths.append(files[0])
+    if not paths and coded:
+        # Named by what it holds: a code name found in one or two tracked files (deploy_production
+        # in .gitlab-ci.yml); one in more is too common a name to tell which file is meant.
+        holding = git.files_naming(root, commit, coded[:MAX_SYMBOLS]) or {}
+        for name in coded:
+            files = sorted(holding.get(name, ()))
+            if 0 < len(files) <= MAX_FILES_PER_NAME:
+                paths += [f for f in files if f not in paths]
+    paths = paths[:MAX_FILES]
     return anchor_at(root, commit, memory_texts, paths, {p: tracked[p] for p in paths})
 
 
@@ -123,15 +173,16 @@ def anchor_at(
         found = git.blobs(root, commit, list(dict.fromkeys(paths))[:MAX_FILES])
     if not found:
         return None
-    symbols = _symbols(memory_texts)
-    numbers = list(dict.fromkeys(_NUMBER.findall(" ".join(memory_texts))))
+    symbols = named_symbols(memory_texts)
+    numbers = named_values(memory_texts)
+    said = " ".join(memory_texts)
     texts = git.contents(root, sorted(set(found.values())))
     files = []
     for path in dict.fromkeys(paths):
         if path not in found:
             continue
         text = texts.get(found[path], "")
-        named = [s for s in symbols if s in text and s not in path][:MAX_SYMBOLS]
-        values = [v for v in numbers if re.search(rf"(?<![\w.]){re.escape(v)}(?![\w.])", text)][:MAX_VALUES]
+        named = [s for s in symbols if holds_symbol(text, s) and s not in path][:MAX_SYMBOLS]
+        values = [v for v in numbers if anchors_value(text, v, said)][:MAX_VALUES]
         files.append(AnchoredFile(path=path, blob=found[path], symbols=named, values=values))
     return CodeAnchor(commit=commit, files=files[:MAX_FILES]) if files else None

@@ -147,7 +147,7 @@ def contents(root: Path, blobs: Sequence[str], limit: int = 1_000_000) -> dict[s
     return found
 
 
-def changes_since(root: Path, since: str, limit: int = 100) -> dict[str, list[str]] | None:
+def changes_since(root: Path, since: str, limit: int = 50) -> dict[str, list[str]] | None:
     """{path: the commits after ``since`` up to HEAD that changed it, newest first (short ids)},
     from one ``git log`` over at most the newest ``limit`` of those commits."""
     out = git(root, ["log", f"-n{limit}", "-z", "--name-only", "--format=%x01%h", f"{since}..HEAD"])
@@ -179,3 +179,22 @@ def renames(root: Path, since: str) -> dict[str, str] | None:
         else:
             i += 2
     return moved
+
+
+def files_naming(root: Path, commit: str, names: Sequence[str]) -> dict[str, set[str]] | None:
+    """{name: the files of ``commit`` that hold it as a whole word} for ``names``, from one
+    ``git grep`` (text files only)."""
+    if not names:
+        return {}
+    patterns = [arg for name in names for arg in ("-e", name)]
+    out = git(root, ["grep", "-o", "-w", "-F", "-z", "-I", *patterns, commit, "--"])
+    if out is None:  # no match is an exit code of 1, too: nothing holds them
+        return {}
+    found: dict[str, set[str]] = {}
+    prefix = f"{commit}:".encode()
+    for line in out.split(b"\n"):
+        where, _, match = line.partition(b"\0")
+        if where.startswith(prefix) and match:
+            path = where[len(prefix) :].decode("utf-8", "surrogateescape")
+            found.setdefault(match.decode("utf-8", "replace"), set()).add(path)
+    return found

@@ -120,6 +120,9 @@ class Browsing:
             sources=await calls(store.get_episodes, memory.sources[:50]) if memory.sources else [],
             usage=Usage(**dataclasses.asdict(usage), suppressed=suppressed),
             outdated=flag.note() if flag is not None else "",
+            code_check=grade.note()
+            if (grade := self._recall.code.grade(memory_id)) and not grade.stale
+            else "",
         )
 
     async def overview(self, days: int) -> Overview:

@@ -4,7 +4,10 @@ At SessionStart the session's workspace memories are checked against its checkou
 (:mod:`mnemo.code.check`), on a worker thread, and the hook waits for it at most
 :data:`HOOK_WAIT_S`: a check that takes longer finishes in the background and its flags apply
 from the next hook on. Each memory's latest flag is kept, so a session's later hooks, and recall
-from any client, rank a flagged memory behind unflagged ones and mark it when injected.
+from any client, weigh a possibly stale memory down (:data:`STALE_WEIGHT`) and mark it when
+injected. A file that changed but still holds everything its memory names is followed from its
+new blob on, per checkout (a worktree's HEAD is its own): nothing is flagged, and the next check
+starts from there. Follows and flags live in the daemon, not in the store.
 """
 
 from __future__ import annotations
@@ -13,26 +16,32 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import anyio
 
 from mnemo.code import git
-from mnemo.code.check import CheckResult, CodeFlag, check
+from mnemo.code.check import CheckResult, CodeFlag, Followed, FollowKey, check
 from mnemo.memories import Memory
 from mnemo.workspace import repo_root
 
 logger = logging.getLogger(__name__)
 HOOK_WAIT_S = 0.25
 CHECK_DEADLINE_S = 2.0
+# A possibly stale memory ranks as if its score were this share of it: behind current hits that
+# answer about as well, never behind one that answers far worse (tools/eval_code_rank.py).
+STALE_WEIGHT = 0.7
+T = TypeVar("T")
 
 
 class CodeChecks:
     def __init__(self) -> None:
         self._flags: dict[str, CodeFlag] = {}  # memory id → its flag, from the latest checks
+        self._followed: dict[Path, dict[FollowKey, Followed]] = {}  # per checkout
         self._last: dict[Path, tuple[tuple[str | None, frozenset[tuple[str, int]]], CheckResult]] = {}
         self._lock = threading.Lock()
-        # Told of each memory newly flagged at a HEAD (the writer re-judges it, with a model).
-        self.on_stale: Callable[[Path, str, list[tuple[Memory, CodeFlag]]], None] | None = None
+        # Told of each memory newly flagged at a HEAD, on the check's thread (mnemo.daemon.code_proposals).
+        self.on_stale: Callable[[Path, str, list[tuple[Memory, CodeFlag]]], object] | None = None
         self._told: set[tuple[str, int, str]] = set()
 
     def flag(self, memory_id: str) -> CodeFlag | None:
@@ -40,13 +49,20 @@ class CodeChecks:
         found = self._flags.get(memory_id)
         return found if found is not None and found.stale else None
 
+    def grade(self, memory_id: str) -> CodeFlag | None:
+        """The memory's latest grade when its code changed, stale or followed (None: unchanged,
+        unchecked or not anchored)."""
+        return self._flags.get(memory_id)
+
     def notes(self, memories: Sequence[Memory]) -> dict[str, str]:
         """{memory id: 'lb.tf changed in 3f2a1c9 since'} for the flagged ones of ``memories``."""
         return {m.id: f.note() for m in memories if (f := self.flag(m.id)) is not None}
 
-    def behind_flagged(self, memories: Sequence[Memory]) -> list[Memory]:
-        """``memories`` in their order, the flagged ones after the rest."""
-        return sorted(memories, key=lambda m: self.flag(m.id) is not None)
+    def weighed(
+        self, ranked: Sequence[T], memory_id: Callable[[T], str], score: Callable[[T], float]
+    ) -> list[T]:
+        """``ranked`` (best first) with each possibly stale memory's score weighed down."""
+        return weighed(ranked, lambda item: self.flag(memory_id(item)) is not None, score)
 
     async def check(
         self, cwd: str, memories: Sequence[Memory], *, wait_s: float = HOOK_WAIT_S
@@ -83,10 +99,15 @@ class CodeChecks:
             last = self._last.get(root)
             if last is not None and last[0] == key and last[1].complete:
                 return last[1]  # the same HEAD and memories as the last check here
-            result = check(root, memories, deadline_s=CHECK_DEADLINE_S, head=head)
+            followed = self._followed.get(root, {})
+            result = check(root, memories, deadline_s=CHECK_DEADLINE_S, head=head, followed=followed)
             for memory in memories:
                 self._flags.pop(memory.id, None)
             self._flags.update(result.flags)
+            # Follows of the memories checked, as they stand now: a new version starts from its anchor.
+            checked = {(m.id, m.version) for m in memories}
+            kept = {k: v for k, v in followed.items() if k[:2] in checked}
+            self._followed[root] = kept | result.followed
             self._last[root] = (key, result)
             if self.on_stale is not None and head is not None:
                 fresh = [
@@ -100,3 +121,14 @@ class CodeChecks:
                 if fresh:
                     self.on_stale(root, head, fresh)
             return result
+
+
+def weighed(
+    ranked: Sequence[T],
+    is_stale: Callable[[T], bool],
+    score: Callable[[T], float],
+    weight: float = STALE_WEIGHT,
+) -> list[T]:
+    """``ranked`` (best first) in the order of their scores, a stale one's times ``weight``; ties
+    keep their order."""
+    return sorted(ranked, key=lambda item: score(item) * (weight if is_stale(item) else 1.0), reverse=True)

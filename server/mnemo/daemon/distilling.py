@@ -11,7 +11,7 @@ lease's heartbeat renewing it all the while:
 - at once, sessions asked for through :meth:`DistillLoop.request` (the API the PreCompact and
   SessionEnd hooks call);
 - at once, candidates imported from the files people keep (:meth:`DistillLoop.judge_imported`,
-  :mod:`mnemo.distill.imported`) and memories whose code changed (:mod:`mnemo.distill.code_review`).
+  :mod:`mnemo.distill.imported`).
 
 Before each session the index is refreshed from a shared store (``refresh``, the follower's
 poll: :mod:`mnemo.daemon.following`), so the judge compares with what every daemon wrote.
@@ -23,20 +23,16 @@ A spent daily token cap pauses the loop until the next UTC day; an endpoint that
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.to_thread
 
 from mnemo.clock import utc_now
-from mnemo.code.check import CodeFlag
 from mnemo.config import Settings
-from mnemo.distill.code_review import CodeReview
 from mnemo.distill.decide import DecisionModel
 from mnemo.distill.imported import ImportJudge
 from mnemo.distill.lease import NAME as LEASE_NAME
@@ -47,7 +43,6 @@ from mnemo.distill.policy import Approval
 from mnemo.distill.writer import BatchResult, Distiller, batch_chars
 from mnemo.errors import MnemoError, TokenCapError
 from mnemo.index.live import RecallEngine
-from mnemo.memories import Memory
 from mnemo.store import Store
 
 logger = logging.getLogger(__name__)
@@ -100,24 +95,13 @@ class DistillLoop:
                 )
         self._requested: list[str] = []
         self._wake = anyio.Event()
-        # The writer's other judging, committed through its fence: memories whose code changed,
-        # re-judged against it (mnemo.distill.code_review; queued from the code check's thread),
-        # and imported candidates judged against what mnemo knows (mnemo.distill.imported).
-        self.code_review: CodeReview | None = None
+        # The writer's other judging, committed through its fence: imported candidates judged
+        # against what mnemo knows (mnemo.distill.imported).
         self.imports: ImportJudge | None = None
         if self._distiller is not None and self.decisions is not None:
             commit = store.put_memories if self._lease is None else self._lease.commit
-            self.code_review = CodeReview(store, engine, self.decisions, commit, utc_now)
             self.imports = ImportJudge(store, engine, self.decisions, commit, utc_now)
-        self._code_queue: list[tuple[Path, str, list[tuple[Memory, CodeFlag]]]] = []
-        self._code_lock = threading.Lock()
         self._import_queue: list[tuple[str, list[str]]] = []
-
-    def review_code(self, root: Path, head: str, flagged: list[tuple[Memory, CodeFlag]]) -> None:
-        """Re-judge ``flagged`` against ``root``'s HEAD at the next pass (any thread may call)."""
-        if self.code_review is not None:
-            with self._code_lock:
-                self._code_queue.append((root, head, flagged))
 
     def judge_imported(self, source: str, memory_ids: list[str]) -> bool:
         """Judge candidates just imported from ``source``'s files at the next pass (on the event
@@ -164,7 +148,6 @@ class DistillLoop:
                         self._count(await anyio.to_thread.run_sync(self._working, distiller.recover))
                     await self._distil_due(distiller, flushed)
                     await self._judge_imports()
-                    await self._review_code()
                     self.state.paused_until, self.state.last_error = None, ""
                     backoff = BACKOFF_S[0]
             except TokenCapError as exc:
@@ -211,14 +194,6 @@ class DistillLoop:
                 self._import_queue[:0] = queued[at:]  # judged on the next pass, once the loop recovers
                 raise
             logger.info("imported from %s: %s", source, ", ".join(f"{j.memory} {j.outcome}" for j in done))
-
-    async def _review_code(self) -> None:
-        with self._code_lock:
-            queued, self._code_queue = self._code_queue, []
-        for root, head, flagged in queued:
-            assert self.code_review is not None
-            done = await anyio.to_thread.run_sync(self._working, self.code_review.review, root, head, flagged)
-            logger.info("code review at %s: %s", head[:7], ", ".join(f"{r.memory} {r.verdict}" for r in done))
 
     def _working(self, work: Callable[..., list[Any]], *args: object) -> list[Any]:
         """``work`` on this worker thread, the lease renewed from another while it runs."""

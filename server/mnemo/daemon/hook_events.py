@@ -229,11 +229,12 @@ class HookEvents:
         namespaces = [state.workspace, state.person]
         found = await self._calls(self.store.active_memories, namespaces, START_CANDIDATES)
         uses = await self._calls(self.store.use_counts, state.person)
-        found.sort(key=lambda m: m.updated_at, reverse=True)
-        found.sort(key=lambda m: (-uses.get(m.id, 0), START_ORDER.get(m.type, 9)))
-        # The session's checkout against the memories' anchors: what changed ranks behind, marked.
+        # The session's checkout against the memories' anchors: a possibly stale memory is marked,
+        # and goes behind the others of its rank (as used, of its type) — no question to weigh it by.
         await self._recall.code.check(state.row.cwd if state.row else _cwd(payload), found)
-        found = self._recall.code.behind_flagged(found)
+        flag = self._recall.code.flag
+        found.sort(key=lambda m: m.updated_at, reverse=True)
+        found.sort(key=lambda m: (-uses.get(m.id, 0), START_ORDER.get(m.type, 9), flag(m.id) is not None))
         # The curated sets come first, whole: their own hard budgets bound them (mnemo.keep).
         kept = await self._keep.sets(state.workspace)
         kept_text = render_injection(kept.project.entries if kept.project else [], kept.user.entries)
@@ -275,7 +276,7 @@ class HookEvents:
             return ""
         if question and [state.workspace, state.person] != guessed:
             found = await self._recall.related_current(question, [state.workspace, state.person], CANDIDATES)
-        return await self._inject(state, "UserPromptSubmit", self._recall.code.behind_flagged(found))
+        return await self._inject(state, "UserPromptSubmit", found)
 
     async def _tool_result(self, state: SessionState, payload: Mapping[str, Any]) -> None:
         tool = str(payload.get("tool_name") or "tool")

@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 
-from mnemo.api.code import CodeCheckRequest, CodeCheckResult, CodeFlagged
+from mnemo.api.code import CodeCheckRequest, CodeCheckResult, CodeFlagged, CodeReading
 from mnemo.api.recall import (
     EpisodeHit,
     EpisodesResult,
@@ -19,7 +19,7 @@ from mnemo.api.recall import (
     RecallResult,
 )
 from mnemo.code import git
-from mnemo.daemon.code_checks import CHECK_DEADLINE_S, CodeChecks
+from mnemo.daemon.code_checks import CHECK_DEADLINE_S, STALE_WEIGHT, CodeChecks
 from mnemo.daemon.indexing import Indexing
 from mnemo.daemon.recording import Recording
 from mnemo.daemon.storecalls import StoreCalls
@@ -52,6 +52,7 @@ class Recall:
                 new_path=flag.new_path,
                 commits=list(flag.commits),
                 missing=list(flag.missing),
+                readings=[CodeReading(value=r.value, now=r.now, line=r.line) for r in flag.readings],
                 note=flag.note(),
             )
             for memory_id, flag in (result.flags.items() if result else ())
@@ -95,18 +96,27 @@ class Recall:
             for f in found:
                 memory = engine.memory(f.owner)
                 if memory is not None and (statuses is None or engine.is_related(f)):
-                    explain = f.components if request.explain else None
                     flag = self.code.flag(memory.id)
-                    outdated = flag.note() if flag is not None else ""
-                    hits.append(MemoryHit(score=f.score, memory=memory, explain=explain, outdated=outdated))
-            hits.sort(key=lambda hit: bool(hit.outdated))  # behind the others, in their order
-            return RecallResult(memories=hits, episodes=[])
+                    weight = STALE_WEIGHT if flag is not None else 1.0
+                    explain = None
+                    if request.explain:
+                        explain = f.components | ({"stale_weight": weight} if flag is not None else {})
+                    hits.append(
+                        MemoryHit(
+                            score=f.score * weight,
+                            memory=memory,
+                            explain=explain,
+                            outdated=flag.note() if flag is not None else "",
+                        )
+                    )
+            return RecallResult(memories=_weighed(hits), episodes=[])
         episodes = await self._search_episodes(question, namespaces, None, request.limit, request.explain)
         return RecallResult(memories=[], episodes=episodes)
 
     async def related_current(self, text: str, namespaces: list[str], limit: int) -> list[Memory]:
-        """Current memories in ``namespaces`` that answer ``text``, best first: what the hooks
-        inject. Empty while the start-up index is being built (a hook does not wait for it)."""
+        """Current memories in ``namespaces`` that answer ``text``, best first (a possibly stale
+        one weighed down as recall weighs it): what the hooks inject. Empty while the start-up
+        index is being built (a hook does not wait for it)."""
         if not self._index.is_built:
             return []
         engine = self._index.engine
@@ -123,8 +133,8 @@ class Recall:
             )
 
         found = await anyio.to_thread.run_sync(find, limiter=self._index.question_limiter())
-        memories = (engine.memory(f.owner) for f in found if engine.is_related(f))
-        return [m for m in memories if m is not None]
+        scored = [(m, f.score) for f in found if engine.is_related(f) and (m := engine.memory(f.owner))]
+        return [m for m, _ in self.code.weighed(scored, lambda s: s[0].id, lambda s: s[1])]
 
     async def recall_episodes(self, request: RecallEpisodeRequest) -> EpisodesResult:
         await self._recording.journal_flushed()
@@ -184,3 +194,16 @@ class Recall:
             for f in found
             if f.owner in episodes
         ]
+
+
+def _weighed(hits: list[MemoryHit]) -> list[MemoryHit]:
+    """``hits`` ordered by their weighed scores within each run of one status: closed memories
+    keep their place behind current ones (or beside their closer, asked about history)."""
+    out: list[MemoryHit] = []
+    run: list[MemoryHit] = []
+    for hit in hits:
+        if run and hit.memory.status is not run[-1].memory.status:
+            out += sorted(run, key=lambda h: h.score, reverse=True)
+            run = []
+        run.append(hit)
+    return out + sorted(run, key=lambda h: h.score, reverse=True)

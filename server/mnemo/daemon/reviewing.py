@@ -2,7 +2,8 @@
 
 State machine::
 
-    candidate ──approve──▶ active      (a person backs it from then on)
+    candidate ──approve──▶ active      (a person backs it from then on; the memory it
+        │                               replaces, if any, is closed by it)
         ├─────reject────▶ rejected
         └──untouched 30 days──▶ archived
 
@@ -88,8 +89,11 @@ class Reviews:
                 elif not is_text_changed:
                     return memory, False  # an edit that changes nothing writes nothing
                 changed = memory.model_copy(update=update)
-                self._store.put_memory(changed)
+                replaced = self._replaced(changed, now) if action.action == "approve" else None
+                self._store.put_memories([changed] if replaced is None else [changed, replaced])
                 self._index.apply(changed, is_text_changed=is_text_changed)
+                if replaced is not None:
+                    self._index.apply(replaced, is_text_changed=False)
                 return changed, is_text_changed
 
         changed, is_text_changed = await anyio.to_thread.run_sync(step)
@@ -97,6 +101,25 @@ class Reviews:
             self._index.wake_embedder()
         logger.info("review: %s %s (%s)", action.action, changed.id, changed.status.value)
         return changed
+
+    def _replaced(self, approved: Memory, now: datetime) -> Memory | None:
+        """The memory an approved candidate replaces (``replaces``), closed by it; None when it
+        names none, or that one is no longer active (a person or the writer took it elsewhere)."""
+        if not approved.replaces:
+            return None
+        old = self._store.get_memory(approved.replaces)
+        if old is None or old.status is not MemoryStatus.ACTIVE:
+            return None
+        return old.model_copy(
+            update={
+                "version": old.version + 1,
+                "status": MemoryStatus.CLOSED,
+                "closed_by": approved.id,
+                "valid_to": now,
+                "updated_at": now,
+                "status_reason": f"replaced by {approved.id}, {approved.status_reason}",
+            }
+        )
 
     async def archive_stale(self, now: datetime | None = None) -> int:
         """Archive candidates no one touched for 30 days; return how many."""

@@ -30,6 +30,7 @@ from mnemo.clock import utc_now
 from mnemo.config import Settings
 from mnemo.config_sources import redact_dsn
 from mnemo.daemon.browsing import Browsing
+from mnemo.daemon.code_proposals import CodeProposals
 from mnemo.daemon.distilling import DistillLoop
 from mnemo.daemon.exchange import Exchange
 from mnemo.daemon.following import Follower
@@ -100,7 +101,8 @@ class Daemon:
             self.remembering = Remembering(self.calls, self.index, self.recording, settings)
             self.meter = TokenMeter(store, settings.llm_daily_token_cap)
             self.distilling = DistillLoop(store, self.index.engine, settings, self.meter, self.follower.poll)
-            self.recall.code.on_stale = self.distilling.review_code  # re-judged by the writer
+            # Where the check reads the new value, the memory with it is proposed for review.
+            self.recall.code.on_stale = CodeProposals(store, self.index, self._clock).propose
             self.keep = KeepSets(store, settings, self.calls)
             auditor = Auditor(self.distilling.decisions)
             self.ledger = HookLedger(self.calls, settings, auditor, self.index.engine, self._clock)

@@ -87,18 +87,7 @@ USED = yes_no(
     "used",
     "Did the ANSWER use the MEMORY: rely on it, follow it, or repeat what it says?",
 )
-# The code check's re-judging (mnemo.distill.code_review): the memory against its file as it is now.
-CODE = ClosedQuestion(
-    "code",
-    "Does the CODE, as it is now, still back the MEMORY?",
-    ("still", "updated", "contradicted"),
-    (
-        "still: the code still says what the memory says",
-        "updated: the code now holds a newer value or behaviour for what the memory describes",
-        "contradicted: the code shows the memory is wrong",
-    ),
-)
-QUESTIONS: dict[str, ClosedQuestion] = {q.id: q for q in (RELATION, DURABLE, USEFUL, WHY_BACKED, USED, CODE)}
+QUESTIONS: dict[str, ClosedQuestion] = {q.id: q for q in (RELATION, DURABLE, USEFUL, WHY_BACKED, USED)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from mnemo.numerals import as_digits
+
 # Unit spellings → (dimension, factor to the dimension's base unit).
 _UNITS: dict[str, tuple[str, float]] = {}
 for _names, _dimension, _factor in (
@@ -52,18 +54,6 @@ _AND_A_HALF = re.compile(
 )
 _THOUSAND = re.compile(r"\b(\d{1,3})k\b")  # 10k rows: ten thousand
 _UPPER_NAME = re.compile(r"^[A-Z]{2,}(?:-[A-Z0-9]{2,})+$")  # EP-LEDGER, SG-BASTION
-_WORDS = {
-    w: str(n)
-    for n, words in enumerate(
-        [
-            "zero cero", "", "two dos", "three tres", "four cuatro", "five cinco", "six seis",
-            "seven siete", "eight ocho", "nine nueve", "ten diez", "eleven", "twelve doce",
-        ]
-    )
-    for w in words.split()
-} | {"fifteen": "15", "twenty": "20", "thirty": "30", "sixty": "60", "hundred": "100", "quince": "15",
-     "veinte": "20", "treinta": "30", "sesenta": "60", "cien": "100"}  # fmt: skip
-_WORD_NUMBER = re.compile(r"\b(" + "|".join(_WORDS) + r")\b", re.IGNORECASE)
 # "one", "uno", "una" are a number only before a unit ("one minute", "una hora"): alone they are
 # a pronoun or an article ("one that fails", "una retro"). So is "once" (Spanish eleven, English
 # "once a day").
@@ -91,7 +81,7 @@ def values_of(text: str) -> dict[str, list[frozenset[str]]]:
     text = _AND_A_HALF.sub(lambda m: f"{int(m.group(1)) if m.group(1).isdigit() else 1}.5 {m.group(2)}", text)
     text = _ONE.sub(lambda m: _BEFORE_UNIT[m.group(1).lower()], text)
     text = _THOUSAND.sub(lambda m: m.group(1) + "000", text)
-    text = _WORD_NUMBER.sub(lambda m: _WORDS[m.group(1).lower()], text)
+    text = as_digits(text)
     found: dict[str, list[frozenset[str]]] = {"quantity": [], "version": [], "identifier": []}
     # Where the last duration ended, its unit's factor, its readings and its values in seconds.
     last_time: tuple[int, float, frozenset[str], set[float]] | None = None

@@ -336,11 +336,25 @@ MIGRATIONS: tuple[Migration, ...] = (
             "AS SELECT * FROM memories",
         ),
     ),
+    Migration(
+        14,
+        "a candidate names the memory it replaces",
+        (
+            # A candidate proposed in place of a memory (mnemo.code.proposal): approving it closes
+            # that one. The history copy's view is made again to carry the column (migration 13).
+            "ALTER TABLE memories ADD COLUMN IF NOT EXISTS replaces String DEFAULT ''",
+            "ALTER TABLE memories_staged ADD COLUMN IF NOT EXISTS replaces String DEFAULT ''",
+            "ALTER TABLE memory_history ADD COLUMN IF NOT EXISTS replaces String DEFAULT ''",
+            "DROP VIEW IF EXISTS memory_history_copy",
+            "CREATE MATERIALIZED VIEW IF NOT EXISTS memory_history_copy TO memory_history "
+            "AS SELECT * FROM memories",
+        ),
+    ),
 )
 
 _DDL_TARGET = re.compile(
-    r"^(\s*(?:CREATE TABLE IF NOT EXISTS|CREATE MATERIALIZED VIEW IF NOT EXISTS|ALTER TABLE) "
-    r"[A-Za-z_][A-Za-z0-9_]*)"
+    r"^(\s*(?:CREATE TABLE IF NOT EXISTS|CREATE MATERIALIZED VIEW IF NOT EXISTS|ALTER TABLE"
+    r"|DROP VIEW IF EXISTS) [A-Za-z_][A-Za-z0-9_]*)"
 )
 _ENGINE = re.compile(r"ENGINE = (Replacing)?MergeTree\b")
 
