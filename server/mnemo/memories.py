@@ -121,7 +121,7 @@ class Memory(BaseModel):
     code: CodeAnchor | None = Field(
         default=None, description="The files and commit it is about, when written in a git workspace."
     )
-    replaces: str = Field(
+    replaces: Annotated[str, Field(pattern=rf"^$|{ID_PATTERN}")] = Field(
         default="", description="A candidate's: the memory that approving it closes (its id)."
     )
 

@@ -274,7 +274,13 @@ def test_a_new_value_is_proposed_once_updated_while_pending_and_not_again_once_r
     [updated] = proposals()
     assert (updated["id"], updated["version"]) == (first["id"], 2)
     assert updated["what"] == "The gateway timeout is 1200 s (timeout_sec in infra/lb.tf)"
-    words.mnemo("review", "reject", updated["id"], "--reason", "the memory is about production only")
+    # A person's edit of the proposal stands: a later value does not write over it.
+    edited = "The gateway timeout is 1200 s (timeout_sec in infra/lb.tf), for the large uploads"
+    words.mnemo("review", "edit", updated["id"], "--content", edited)
+    commit("infra/lb.tf", LB.replace("600", "1300"))
+    [kept] = proposals()
+    assert (kept["version"], kept["content"]) == (3, edited)
+    words.mnemo("review", "reject", kept["id"], "--reason", "the memory is about production only")
     commit("infra/lb.tf", LB.replace("600", "1500"))
     assert proposals() == []  # a person said no: not asked again for this version of the memory
     hit = _memory(words, memory["id"], "gateway timeout", ns)

@@ -5,15 +5,8 @@ from __future__ import annotations
 
 from mnemo.code.anchors import bare_names, named_paths
 from mnemo.code.check import CodeFlag
-from mnemo.code.named import (
-    Reading,
-    anchors_value,
-    holds_symbol,
-    holds_value,
-    named_symbols,
-    named_values,
-    read_value,
-)
+from mnemo.code.named import holds_symbol, holds_value, named_symbols, named_values
+from mnemo.code.sites import Reading, anchors_value, read_value
 
 LB = 'resource "aws_lb" "gateway" {\n  name        = "gateway"\n  timeout_sec = 600\n  idle_sec    = 600\n}\n'
 MEMORY = "The gateway timeout is 600 s via timeout_sec in lb.tf"
@@ -125,3 +118,33 @@ def test_an_arithmetic_of_numbers_holds_its_result_and_a_range_or_a_date_is_no_a
     )
     moved = "# ports\nPORTS = '8080-8091'\n"
     assert read_value(before, moved, "8080", "the ports start at 8080 (PORTS)").state == "held"
+
+
+def test_a_value_whose_unit_changed_is_gone_one_written_otherwise_is_held_and_separators_are_no_number() -> (
+    None
+):
+    memory = "worker pods are capped at a 512Mi memory limit"
+    assert read_value("memory: 512Mi\n", "memory: 1Gi\n", "512", memory).state == "gone"  # not "1Mi"
+    assert read_value("memory: 512Mi\n", "memory: 768Mi\n", "512", memory).now == "768"
+    assert read_value("timeout = 600\n", "timeout = 600.0\n", "600", "timeout 600").state == "held"
+    assert (
+        read_value("timeout_sec = 600\n", "timeout_sec = 1,200\n", "600", "timeout_sec 600").state == "gone"
+    )
+    assert named_values(["1,000 rows, 12,500 users and 3.11"]) == ["1000", "12500", "3.11"]
+    assert not holds_value("sizes = [1,600]", "600")
+    assert named_symbols(["set `timeout_sec = 600` in lb.tf, run `make deploy`"]) == [
+        "make deploy",
+        "timeout_sec",
+    ]
+
+
+def test_a_line_past_its_bound_is_read_by_presence_and_a_long_arithmetic_is_no_error() -> None:
+    minified = '{"pad": "' + "x" * 5_000 + '", "timeout": 600}'
+    assert read_value(minified, minified.replace('"pad"', '"padding"'), "600", "timeout 600").state == "held"
+    assert read_value(minified, minified.replace("600", "900"), "600", "timeout 600").state == "gone"
+    endless = "timeout_sec = 3 " + "* 1 " * 2_000 + "\n"
+    assert read_value("timeout_sec = 3\n", endless, "3", "timeout_sec is 3").state in (
+        "held",
+        "changed",
+        "gone",
+    )

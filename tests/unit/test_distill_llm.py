@@ -187,6 +187,11 @@ def test_without_logprobs_the_answer_gets_the_fallback_confidence_uncalibrated(
 def test_model_settings_are_checked_and_the_key_never_shows(home: Home, llm_server: LLMServer) -> None:
     with pytest.raises(ConfigError, match=r"calibration for unknown question\(s\) relevance"):
         DecisionModel(None, _settings(home, llm_server, MNEMO_CALIBRATION='{"relevance": {}}'))  # type: ignore[arg-type]
+    # A question mnemo no longer asks (the code check's re-judge): its fitted table is ignored.
+    retired = _settings(
+        home, llm_server, MNEMO_CALIBRATION='{"code": {"bias": {"still": 1}}}', MNEMO_RELATION_METHOD="one"
+    )
+    assert "code" not in DecisionModel(None, retired).describe()  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match=r"calibration.relation.bias names unknown option\(s\) maybe"):
         settings = _settings(home, llm_server, MNEMO_CALIBRATION='{"relation": {"bias": {"maybe": 1}}}')
         DecisionModel(None, settings)  # type: ignore[arg-type]

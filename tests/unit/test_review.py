@@ -277,6 +277,60 @@ async def test_approve_after_an_edit_reject_and_archive_after_30_days(home: Home
         ]
 
 
+@pytest.mark.anyio
+async def test_approving_a_replacement_closes_the_memory_only_when_unchanged_active_and_in_its_namespace(
+    home: Home,
+) -> None:
+    now = datetime.now(UTC) + timedelta(days=2)
+    async with reviews(home) as (queue, daemon):
+        old = make_memory("mem_old_timeout_01", "The gateway timeout is 600 s", now)
+        elsewhere = make_memory(
+            "mem_elsewhere_0001", "The gateway timeout is 600 s", now, namespace="workspace:other"
+        )
+        gone = make_memory(
+            "mem_forgotten_0001", "The queue holds 50 jobs", now, status=MemoryStatus.FORGOTTEN
+        )
+        # Edited by a person after the proposal was made: their version is not what the check read.
+        edited = make_memory("mem_edited_after01", "Backups are kept 14 days", now + timedelta(minutes=5))
+        proposals = [
+            _candidate("mem_new_timeout_01", "The gateway timeout is 900 s", now).model_copy(
+                update={"replaces": old.id}
+            ),
+            _candidate("mem_new_elsewhere1", "The gateway timeout is 900 s", now).model_copy(
+                update={"replaces": elsewhere.id}
+            ),
+            _candidate("mem_new_forgotten1", "The queue holds 80 jobs", now).model_copy(
+                update={"replaces": gone.id}
+            ),
+            _candidate("mem_new_edited0001", "Backups are kept 30 days", now).model_copy(
+                update={"replaces": edited.id}
+            ),
+        ]
+        memories = [old, elsewhere, gone, edited, *proposals]
+        await daemon.calls(daemon.store.put_memories, memories)
+        daemon.index.engine.add_memories(memories)
+        for proposal in proposals:
+            await queue.act(ReviewAction(id=proposal.id, action="approve"))
+        stored = {m.id: m for m in await daemon.calls(daemon.store.memories_page, "", 50)}
+        closed = stored[old.id]
+        assert (closed.status, closed.closed_by, closed.version) == (
+            MemoryStatus.CLOSED,
+            "mem_new_timeout_01",
+            2,
+        )
+        assert closed.status_reason == "replaced by mem_new_timeout_01, approved by person:tester"
+        found = await daemon.recall.recall(
+            RecallRequest(query="what is the gateway timeout?", namespace="workspace:shop")
+        )
+        ids = [h.memory.id for h in found.memories]
+        assert set(ids[:2]) == {"mem_new_timeout_01", "mem_new_elsewhere1"} and ids[2:] == [
+            old.id
+        ]  # closed: behind
+        assert stored[elsewhere.id].status is MemoryStatus.ACTIVE  # another namespace's: left as it is
+        assert stored[gone.id].status is MemoryStatus.FORGOTTEN and stored[gone.id].version == 1
+        assert stored[edited.id].status is MemoryStatus.ACTIVE and stored[edited.id].version == 1
+
+
 # -- poisoning: a merge never lends a planted line a person's backing ----------------------------
 
 

@@ -46,6 +46,38 @@ def test_migrations_are_recorded_once_and_reopening_applies_nothing(tmp_path: Pa
         again.close()
 
 
+def test_a_store_at_schema_13_migrates_with_its_memories_and_their_history_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The store as the last release left it: migrations up to 13, a memory with two versions.
+    dsn = f"chdb://{tmp_path / 'store'}"
+    monkeypatch.setattr("mnemo.store.clickhouse.MIGRATIONS", MIGRATIONS[:13])
+    old = open_store(dsn)
+    try:
+        assert old.schema_version() == 13
+        for version, status in ((1, MemoryStatus.ACTIVE), (2, MemoryStatus.CLOSED)):
+            row = _memory("mem-old", "Deploys go out on Tuesdays", version=version, status=status)
+            columns, [values] = old._rows([row], "")  # as a release before migration 14 wrote it
+            kept = [(c, v) for c, v in zip(columns, values, strict=True) if c != "replaces"]
+            old._db.insert("memories", [[v for _, v in kept]], column_names=[c for c, _ in kept])
+    finally:
+        old.close()
+    monkeypatch.setattr("mnemo.store.clickhouse.MIGRATIONS", MIGRATIONS)
+    store = open_store(dsn)
+    try:
+        assert store.schema_version() == MIGRATIONS[-1].version == 14
+        kept = store.get_memory("mem-old")
+        assert kept is not None and (kept.version, kept.replaces) == (2, "")
+        store.put_memory(_memory("mem-new", "Deploys go out on Thursdays", replaces="mem-old"))
+        [new] = store.memory_versions(["mem-new"])
+        assert new.memory.replaces == "mem-old"  # the history's copy carries the new column
+        copied = store._db.query("SELECT replaces FROM memory_history WHERE id = 'mem-new'").result_rows
+        assert copied == [("mem-old",)]
+        assert [v.memory.version for v in store.memory_versions(["mem-old"])] == [1, 2]
+    finally:
+        store.close()
+
+
 def test_append_reports_new_and_already_stored_ids(store: ClickHouseStore) -> None:
     one = INTAKE.accept(EpisodeIn(id="e-1", text="first", session="s", turn=0))
     two = INTAKE.accept(EpisodeIn(id="e-2", text="second", session="s", turn=1))

@@ -30,8 +30,8 @@ class JudgeLogEntry(BaseModel):
     namespace: str
     memory: str = Field(description="The judged memory's id (stored only when the action is add or close).")
     action: str = Field(
-        description="add, merge, close or episodes_only; for the code check (batch code:<commit>): "
-        "confirmed, closed or unclear."
+        description="add, merge, close or episodes_only (confirmed, closed or unclear in the log's "
+        "older rows of batch code:<commit>, from when the writer re-judged memories whose code changed)."
     )
     target: str = Field(description="The memory merged into ('' unless merge).")
     closes: list[str]

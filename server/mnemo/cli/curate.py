@@ -92,6 +92,8 @@ def cmd_review(args: argparse.Namespace, context: Context) -> int:
             write(f"  seen {memory['seen_count']}×, confidence {memory['confidence']:.2f}, sources {sources}")
             if memory.get("status_reason"):
                 write(f"  {memory['status_reason']}")
+            if memory.get("replaces") and memory["status"] == "candidate":
+                write(f"  approving it closes {memory['replaces']}")
         return EXIT_OK
     edit = None
     if args.action != "reject":

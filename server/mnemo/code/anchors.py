@@ -24,7 +24,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePosixPath
 
 from mnemo.code import git
-from mnemo.code.named import anchors_value, holds_symbol, is_code_name, named_symbols, named_values
+from mnemo.code.named import holds_symbol, is_code_name, named_symbols, named_values
+from mnemo.code.sites import anchors_value
 from mnemo.episodes import Episode, Role
 from mnemo.memories import AnchoredFile, CodeAnchor
 from mnemo.workspace import repo_root

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mnemo.code import git
-from mnemo.code.named import Reading, holds_symbol, read_value
+from mnemo.code.named import holds_symbol
+from mnemo.code.sites import Reading, read_value
 from mnemo.memories import AnchoredFile, Memory
 
 # At most this many distinct anchor commits per check get the history questions (one `git log`
@@ -50,6 +51,7 @@ class CodeFlag:
     missing: tuple[str, ...] = ()  # named symbols and values the file no longer holds
     readings: tuple[Reading, ...] = ()  # named values whose lines now hold another number
     blob: str = ""  # refreshed or moved: the blob followed from now on
+    anchored: str = ""  # the path the memory was anchored to ('' when it is ``path``)
 
     @property
     def stale(self) -> bool:
@@ -113,8 +115,9 @@ def check(
     ends = time.monotonic() + deadline_s
     head = head or git.head(root)
     follows = followed or {}
+    # Each anchored file where its check starts: where it was last followed, else its anchor.
     anchored = [
-        (m, f, follows.get((m.id, m.version, f.path)) or Followed(f.path, f.blob, m.code.commit))
+        (m, f, follows.get((m.id, m.version, f.path)) or f)
         for m in memories
         if m.code is not None
         for f in m.code.files
@@ -127,7 +130,11 @@ def check(
     if current is None:
         result.complete = False
         return result
-    changed = [(m, f, start) for m, f, start in anchored if current.get(start.path) != start.blob]
+    changed = [
+        (m, f, start if isinstance(start, Followed) else Followed(f.path, f.blob, m.code.commit))
+        for m, f, start in anchored
+        if m.code is not None and current.get(start.path) != start.blob
+    ]
     # Read ahead, at once (git runs in its own processes): the new content of every changed file
     # and the content the check starts from where the memory names values (their lines are
     # compared), and — while the files are graded — the commits since each start that changed one.
@@ -157,6 +164,9 @@ def _graded(
             result.complete = False
             return result
         flag = asked.flag(memory, anchored_file, start, current.get(start.path))
+        if flag is None:  # git could not give the file's text: nothing is said of it
+            result.complete = False
+            continue
         if flag.stale:
             result.flags[memory.id] = flag
             stale.add(memory.id)
@@ -184,7 +194,9 @@ class _Questions:
         self._renames: dict[str, dict[str, str]] = {}
         self._texts = texts  # blob → text, read ahead for the changed files
 
-    def flag(self, memory: Memory, anchored: AnchoredFile, start: Followed, blob: str | None) -> CodeFlag:
+    def flag(
+        self, memory: Memory, anchored: AnchoredFile, start: Followed, blob: str | None
+    ) -> CodeFlag | None:
         """The grade of ``anchored`` (a file of ``memory``), whose check starts from ``start``,
         where HEAD has ``blob`` at its path (None: not there)."""
         since, moved_to = start.since, ""
@@ -198,10 +210,12 @@ class _Questions:
             if blob == start.blob:
                 return CodeFlag("moved", start.path, since, new_path=moved_to, blob=blob)
         new = self._text(blob)
+        if new is None:
+            return None
         missing = [s for s in anchored.symbols if not holds_symbol(new, s)]
         readings = []
         if anchored.values:
-            old = self._text(start.blob)
+            old = self._text(start.blob) or ""  # not known: the values are read by presence
             said = " ".join((memory.content, memory.what, memory.where, memory.how))
             for value in anchored.values:
                 reading = read_value(old, new, value, said)
@@ -220,6 +234,7 @@ class _Questions:
             commits=self._commits(since, moved_to or start.path),
             missing=tuple(missing),
             readings=tuple(readings),
+            anchored=anchored.path if anchored.path != start.path else "",
         )
 
     def _commits(self, since: str, path: str) -> tuple[str, ...]:
@@ -236,7 +251,11 @@ class _Questions:
             self._renames[since] = git.renames(self._root, since) or {}
         return self._renames.get(since, {})
 
-    def _text(self, blob: str) -> str:
-        if blob not in self._texts:  # a renamed file's blobs: not read ahead
-            self._texts[blob] = git.content(self._root, blob) or ""
+    def _text(self, blob: str) -> str | None:
+        """The blob's text; None when git cannot give it."""
+        if blob not in self._texts:  # a renamed file's blobs, or one the read ahead missed
+            text = git.content(self._root, blob)
+            if text is None:
+                return None
+            self._texts[blob] = text
         return self._texts[blob]

@@ -23,22 +23,25 @@ from mnemo.memories import Memory
 from mnemo.vocabulary import MemoryStatus
 
 
-def is_readable(flag: CodeFlag) -> bool:
+def _is_readable(flag: CodeFlag) -> bool:
     """Whether the check read what the code says now and nothing else is missing: a proposal can
     be made by rule."""
     return flag.stale and bool(flag.readings) and not flag.missing
 
 
-def proposal_id(memory: Memory, flag: CodeFlag) -> str:
+def _proposal_id(memory: Memory, flag: CodeFlag) -> str:
+    """From the memory's id and version, the path it was anchored to (not where its file was
+    followed: a daemon that starts again reads the same change from the anchor) and the values
+    that changed — not their new values: a later one updates the same proposal."""
     was = "\0".join(sorted(r.value for r in flag.readings))
-    key = f"{memory.id}\0{memory.version}\0{flag.path}\0{was}"
+    key = f"{memory.id}\0{memory.version}\0{flag.anchored or flag.path}\0{was}"
     return "mem_" + hashlib.sha256(key.encode()).hexdigest()[:24]
 
 
 def proposed(memory: Memory, flag: CodeFlag, root: Path, head: str, now: datetime) -> Memory | None:
     """The candidate with the values ``flag`` read in the code in place of the old ones; None when
     the flag reads none, or the memory's text does not state them."""
-    if not is_readable(flag):
+    if not _is_readable(flag):
         return None
     changes = {r.value: r.now for r in flag.readings}
 
@@ -53,7 +56,7 @@ def proposed(memory: Memory, flag: CodeFlag, root: Path, head: str, now: datetim
     path = flag.new_path or flag.path
     return memory.model_copy(
         update={
-            "id": proposal_id(memory, flag),
+            "id": _proposal_id(memory, flag),
             "version": 1,
             "status": MemoryStatus.CANDIDATE,
             "content": changed(memory.content),

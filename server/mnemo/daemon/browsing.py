@@ -103,6 +103,7 @@ class Browsing:
         versions = [_version(v, stored[i - 1].memory if i else None) for i, v in enumerate(stored)]
         keys = {entity_key(e.name): e for e in memory.entities}
         aliases = {key: sorted(a) for key, _, a in await calls(store.entities, list(keys))}
+        # closed_by "code:<commit>": closed by the writer's re-judge of its code, before it was removed.
         closer = memory.closed_by if memory.closed_by and not memory.closed_by.startswith("code:") else ""
         person = self._settings.namespace_of_person
         usage = await calls(store.memory_usage, memory_id, person)

@@ -4,10 +4,11 @@ The code check (:mod:`mnemo.daemon.code_checks`) tells this of the memories it n
 possibly stale at a HEAD, on its own thread. Where it read what the code says now
 (``timeout_sec = 900`` where the memory's 600 stood) and nothing else the memory names is gone,
 the memory with the new value is written as a candidate that ``replaces`` it
-(:mod:`mnemo.code.proposal`): a person approving it closes the old one. Any daemon may propose —
-ids are derived from the change, so the same change proposes one candidate however many
-checkouts see it — and a candidate a person already approved, rejected or archived is left as it
-is. The old memory is never changed here.
+(:mod:`mnemo.code.proposal`), in batch ``code:<commit>``: a person approving it closes the old
+one. Any daemon may propose — ids are derived from the change, so the same change proposes one
+candidate however many checkouts see it — and a later new value updates the candidate while the
+check was the last to write it; one a person edited, approved, rejected or let age out is left as
+it is. The old memory is never changed here.
 """
 
 from __future__ import annotations
@@ -20,11 +21,14 @@ from pathlib import Path
 from mnemo.code.check import CodeFlag
 from mnemo.code.proposal import proposed
 from mnemo.daemon.indexing import Indexing
+from mnemo.errors import StoreError
 from mnemo.memories import Memory
 from mnemo.store import Store
 from mnemo.vocabulary import MemoryStatus
 
 logger = logging.getLogger(__name__)
+# The batch a proposal's versions are written under (the memory browser says "the code check").
+BATCH_PREFIX = "code:"
 
 
 class CodeProposals:
@@ -37,8 +41,8 @@ class CodeProposals:
         for memory, flag in flagged:
             try:
                 candidate = self._write(root, head, memory, flag)
-            except Exception:  # a proposal never fails the check that found it
-                logger.exception("proposing the update of memory %s failed", memory.id)
+            except StoreError as exc:  # a proposal never fails the check that found it
+                logger.warning("proposing the update of memory %s failed: %s", memory.id, exc)
                 continue
             if candidate is not None:
                 logger.info(
@@ -62,11 +66,16 @@ class CodeProposals:
                 return None  # changed meanwhile: its next check speaks for it
             existing = store.get_memory(candidate.id)
             if existing is not None:
+                # Updated with a later value only while it is a candidate the check itself wrote
+                # last: a person's edit, approval or rejection stands.
                 if existing.status is not MemoryStatus.CANDIDATE or existing.what == candidate.what:
+                    return None
+                latest = max(store.memory_versions([candidate.id]), key=lambda v: v.memory.version)
+                if not latest.batch.startswith(BATCH_PREFIX):
                     return None
                 candidate = candidate.model_copy(
                     update={"version": existing.version + 1, "created_at": existing.created_at}
                 )
-            store.put_memory(candidate)
+            store.put_memories([candidate], batch=f"{BATCH_PREFIX}{head[:12]}")
             self._index.apply(candidate, is_text_changed=True)
         return candidate

@@ -40,7 +40,7 @@ class Recall:
         """The workspace's and the person's active memories against the checkout's HEAD."""
         workspace = workspace_namespace(request.cwd)
         memories = await self._calls(self._calls.store.active_memories, [workspace, person], 100_000)
-        result = await self.code.check(request.cwd, memories, wait_s=CHECK_DEADLINE_S + 1)
+        result = await self.code.check(request.cwd, memories, wait_s=CHECK_DEADLINE_S + 1, settle=True)
         by_id = {m.id: m for m in memories}
         flagged = [
             CodeFlagged(
@@ -57,15 +57,15 @@ class Recall:
             )
             for memory_id, flag in (result.flags.items() if result else ())
         ]
-        if result is None:  # nothing anchored here, or no checkout: say which
+        head = result.head if result is not None else None
+        if head is None:  # nothing anchored, no checkout, or a check still going on: say which HEAD
             root = repo_root(Path(request.cwd))
             head = await anyio.to_thread.run_sync(git.head, root) if root is not None else None
-            return CodeCheckResult(workspace=workspace, head=head, checked=0, complete=True, flagged=[])
         return CodeCheckResult(
             workspace=workspace,
-            head=result.head,
-            checked=sum(m.code is not None for m in memories),
-            complete=result.complete,
+            head=head,
+            checked=sum(m.code is not None for m in memories) if result is not None else 0,
+            complete=result.complete if result is not None else True,
             flagged=flagged,
         )
 
@@ -109,7 +109,8 @@ class Recall:
                             outdated=flag.note() if flag is not None else "",
                         )
                     )
-            return RecallResult(memories=_weighed(hits), episodes=[])
+            # Asked about history, a closed memory stands just before its closer: that order stays.
+            return RecallResult(memories=hits if request.include_history else _weighed(hits), episodes=[])
         episodes = await self._search_episodes(question, namespaces, None, request.limit, request.explain)
         return RecallResult(memories=[], episodes=episodes)
 

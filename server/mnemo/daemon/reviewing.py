@@ -89,7 +89,7 @@ class Reviews:
                 elif not is_text_changed:
                     return memory, False  # an edit that changes nothing writes nothing
                 changed = memory.model_copy(update=update)
-                replaced = self._replaced(changed, now) if action.action == "approve" else None
+                replaced = self._replaced(memory, changed, now) if action.action == "approve" else None
                 self._store.put_memories([changed] if replaced is None else [changed, replaced])
                 self._index.apply(changed, is_text_changed=is_text_changed)
                 if replaced is not None:
@@ -102,13 +102,21 @@ class Reviews:
         logger.info("review: %s %s (%s)", action.action, changed.id, changed.status.value)
         return changed
 
-    def _replaced(self, approved: Memory, now: datetime) -> Memory | None:
-        """The memory an approved candidate replaces (``replaces``), closed by it; None when it
-        names none, or that one is no longer active (a person or the writer took it elsewhere)."""
-        if not approved.replaces:
+    def _replaced(self, candidate: Memory, approved: Memory, now: datetime) -> Memory | None:
+        """The memory the approved ``candidate`` replaces (``replaces``), closed by it. None when
+        it names none; when that one is no longer active, or changed after the candidate was
+        proposed (a person edited it: their version is not what was read in the code); or when it
+        lives in another namespace than the candidate did (a candidate replaces only its own
+        namespace's memories, whatever namespace an edit at approval gives it)."""
+        if not candidate.replaces:
             return None
-        old = self._store.get_memory(approved.replaces)
-        if old is None or old.status is not MemoryStatus.ACTIVE:
+        old = self._store.get_memory(candidate.replaces)
+        if (
+            old is None
+            or old.status is not MemoryStatus.ACTIVE
+            or old.updated_at > candidate.created_at
+            or old.namespace != candidate.namespace
+        ):
             return None
         return old.model_copy(
             update={

@@ -17,6 +17,7 @@ Endpoints that give no log-probabilities: the option the model wrote gets
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections.abc import Mapping
@@ -28,6 +29,7 @@ from mnemo.distill.llm import LLM, Message
 from mnemo.distill.weights import weights_for
 from mnemo.errors import ConfigError, ModelError
 
+logger = logging.getLogger(__name__)
 _LETTERS = "ABCDEFGH"
 _FLOOR = 1e-9
 
@@ -87,6 +89,9 @@ USED = yes_no(
     "used",
     "Did the ANSWER use the MEMORY: rely on it, follow it, or repeat what it says?",
 )
+# Questions mnemo asked once: a calibration fitted for one is ignored, not refused
+# ("code": the code check's re-judge, removed when it never beat the rules; docs/code.md).
+RETIRED = frozenset({"code"})
 QUESTIONS: dict[str, ClosedQuestion] = {q.id: q for q in (RELATION, DURABLE, USEFUL, WHY_BACKED, USED)}
 
 
@@ -119,11 +124,16 @@ class DecisionModel:
     def __init__(
         self, llm: LLM, settings: Settings, questions: Mapping[str, ClosedQuestion] = QUESTIONS
     ) -> None:
-        unknown = sorted(set(settings.calibration) - set(questions))
+        retired = sorted(set(settings.calibration) & RETIRED)
+        if retired:
+            logger.warning("calibration for %s is ignored: mnemo no longer asks it", ", ".join(retired))
+        unknown = sorted(set(settings.calibration) - set(questions) - RETIRED)
         if unknown:
             known = ", ".join(sorted(questions))
             raise ConfigError(f"calibration for unknown question(s) {', '.join(unknown)}; known: {known}")
         for qid, calibration in settings.calibration.items():
+            if qid in RETIRED:
+                continue
             extra = sorted(set(calibration.bias) - set(questions[qid].options))
             if extra:
                 raise ConfigError(
@@ -139,7 +149,7 @@ class DecisionModel:
                 f"relation_method is steps but no fitted weights ship for the model {llm.model!r}; "
                 "set relation_method to one or auto"
             )
-        self._calibration = settings.calibration
+        self._calibration = {q: c for q, c in settings.calibration.items() if q not in RETIRED}
         self._fallback = settings.decision_fallback_confidence
 
     def describe(self) -> str:

@@ -341,10 +341,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         "a candidate names the memory it replaces",
         (
             # A candidate proposed in place of a memory (mnemo.code.proposal): approving it closes
-            # that one. The history copy's view is made again to carry the column (migration 13).
-            "ALTER TABLE memories ADD COLUMN IF NOT EXISTS replaces String DEFAULT ''",
-            "ALTER TABLE memories_staged ADD COLUMN IF NOT EXISTS replaces String DEFAULT ''",
+            # that one. The history copy's view is made again to carry the column (migration 13);
+            # on a shared server, a version another daemon writes between the view's drop and its
+            # making is not copied (its memories row stays, and history reads memories too).
             "ALTER TABLE memory_history ADD COLUMN IF NOT EXISTS replaces String DEFAULT ''",
+            "ALTER TABLE memories_staged ADD COLUMN IF NOT EXISTS replaces String DEFAULT ''",
+            "ALTER TABLE memories ADD COLUMN IF NOT EXISTS replaces String DEFAULT ''",
             "DROP VIEW IF EXISTS memory_history_copy",
             "CREATE MATERIALIZED VIEW IF NOT EXISTS memory_history_copy TO memory_history "
             "AS SELECT * FROM memories",
