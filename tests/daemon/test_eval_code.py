@@ -31,7 +31,7 @@ def test_the_rules_grade_the_fitted_cases_as_labelled_and_name_the_new_values() 
     assert rules["cases"] == 52
     assert rules["quiet"].startswith("20/20")  # no edit that leaves a memory true flags it
     right = int(rules["exact"].split("/")[0])
-    assert right >= 49, rules  # 50 when fitted: two cases are beyond a line-level reading
+    assert right >= 50, rules  # 51 when fitted: one case is beyond a line-level reading
 
 
 def test_a_malformed_case_file_is_refused_with_the_case_it_fails_on(tmp_path: Path) -> None:
