@@ -3,7 +3,7 @@
 One ``git ls-tree`` of HEAD for every anchored path of the memories checked (not one per
 memory); then, only for files whose blob differs, what changed: the new content (are the symbols
 and values the memory names still there, and where a value is not, what its line holds now:
-:mod:`mnemo.code.named`), the commits since the anchor that touched the file, and for files gone
+:mod:`mnemo.code.sites`), the commits since the anchor that touched the file, and for files gone
 from HEAD whether they were renamed (one ``git diff -M`` per anchor commit). Each changed file is
 graded:
 
@@ -11,7 +11,7 @@ graded:
   new blob from then on (the caller keeps it: :class:`Followed`), and nothing is flagged;
 - **moved**: renamed, and still holding everything: followed to its new path, nothing flagged;
 - **changed** (or moved and changed): a named symbol or value is gone, or a value's line now
-  holds another number (a :class:`~mnemo.code.named.Reading`): possibly stale;
+  holds another number (a :class:`~mnemo.code.sites.Reading`): possibly stale;
 - **deleted**: possibly stale.
 
 The check stops at its deadline with what it has found; when git cannot answer, it finds nothing

@@ -1,7 +1,7 @@
 """The memory with the value its code now has, proposed for review by rule.
 
 When the code check reads a new value on the line that held one a memory names
-(``timeout_sec = 600`` → ``timeout_sec = 900``; :mod:`mnemo.code.named`) and nothing else the
+(``timeout_sec = 600`` → ``timeout_sec = 900``; :mod:`mnemo.code.sites`) and nothing else the
 memory names is gone, the memory with that value in its place is proposed as a candidate: its
 text with the number replaced, anchored to HEAD, ``replaces`` naming the memory, so that a person
 approving it closes the old one. No model is asked. The candidate's id comes from the memory's id
