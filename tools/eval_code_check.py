@@ -48,7 +48,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -70,9 +69,10 @@ from mnemo.distill.meter import TokenMeter
 from mnemo.memories import CodeAnchor, Memory, Origin
 from mnemo.numerals import as_digits
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # a memory made as the tests make one
+# Memories and repositories made as the tests make them.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from mnemo.vocabulary import MemoryType
-from tests.helpers import make_memory
+from tests.helpers import committed_repo, make_memory, run_git
 
 LABELS = ("still", "changed", "outdated", "deleted")
 # The question the writer asked when mnemo re-judged flagged memories with a model (removed after
@@ -171,31 +171,19 @@ def code_fragments(text: str, memory: str, limit: int = CODE_CHARS) -> str:
     return "\n…\n".join("\n".join(windows[i]) for i in sorted(chosen))
 
 
-def _git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout
-
-
 def grade(case: Case, workdir: Path) -> Graded:
     """``case`` through the anchor and the check, in a repository of its own under ``workdir``."""
-    root = workdir / case.id
-    root.mkdir(parents=True)
-    _git(root, "init", "-q", "-b", "main")
-    _git(root, "config", "user.email", "eval@example.com")
-    _git(root, "config", "user.name", "Eval")
+    # A README beside the file: the repository outlives the file when a case deletes it.
+    root = committed_repo(workdir / case.id, {"README.md": "# a project\n", case.path: case.before})
     file = root / case.path
-    file.parent.mkdir(parents=True, exist_ok=True)
-    file.write_text(case.before, encoding="utf-8")
-    (root / "README.md").write_text("# a project\n", encoding="utf-8")  # the repository outlives the file
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "-m", "before")
     code = anchor(str(root), [case.memory])
     memory = _memory(case, code)
     if case.after is None:
-        _git(root, "rm", "-q", case.path)
+        run_git(root, "rm", "-q", case.path)
     else:
         file.write_text(case.after, encoding="utf-8")
-        _git(root, "add", "-A")
-    _git(root, "commit", "-q", "--allow-empty", "-m", "after")
+        run_git(root, "add", "-A")
+    run_git(root, "commit", "-q", "--allow-empty", "-m", "after")
     result = check(root, [memory], deadline_s=30.0)
     flag = result.flags.get(memory.id)
     if code is None or flag is None or not flag.stale:

@@ -16,7 +16,7 @@ import pytest
 
 from mnemo.workspace import workspace_namespace
 from tests.e2e.test_memory_browser import _shot
-from tests.e2e.test_review_page import CHROMIUM, HAS_CHROMIUM
+from tests.e2e.test_review_page import CHROMIUM, HAS_CHROMIUM, chromium
 from tests.helpers import Home, committed_repo, run_git
 
 pytestmark = pytest.mark.skipif(not HAS_CHROMIUM, reason=f"no Chromium at {CHROMIUM} (apt install chromium)")
@@ -31,7 +31,7 @@ def _json(home: Home, *args: str, cwd: Path | None = None) -> Any:
 def test_the_browser_shows_each_grade_and_approving_the_proposal_closes_the_old_memory(
     home: Home, tmp_path: Path
 ) -> None:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     words = home.with_env(MNEMO_EMBEDDER="none")
     repo = committed_repo(tmp_path / "shop", {"infra/lb.tf": LB, "docs/deploy.md": DEPLOY})
@@ -65,36 +65,32 @@ def test_the_browser_shows_each_grade_and_approving_the_proposal_closes_the_old_
     [proposal] = [m for m in _json(words, "review", "list")["memories"] if m["replaces"] == lb["id"]]
 
     url = words.mnemo("review", "url").stdout.strip()
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
-        try:
-            page = browser.new_page()
-            page.goto(url)
-            expect(page.locator("#who")).to_contain_text("person:tester")
-            page.evaluate(f"location.hash = '#memory/{lb['id']}'")
-            expect(page.locator("#memory-title")).to_have_text(lb["content"])
-            expect(page.locator("#memory .warn")).to_contain_text(
-                "May be outdated: infra/lb.tf now has timeout_sec = 900 (was 600)"
-            )
-            _shot(page, "code-stale")
-            page.evaluate(f"location.hash = '#memory/{deploy['id']}'")
-            expect(page.locator("#memory-title")).to_have_text(deploy["content"])
-            expect(page.locator("#code-check")).to_contain_text("docs/deploy.md changed since")
-            expect(page.locator("#code-check")).to_contain_text("still holds all the memory names: followed")
-            expect(page.locator("#memory .warn")).to_have_count(0)
-            _shot(page, "code-followed")
+    with chromium() as browser:
+        page = browser.new_page()
+        page.goto(url)
+        expect(page.locator("#who")).to_contain_text("person:tester")
+        page.evaluate(f"location.hash = '#memory/{lb['id']}'")
+        expect(page.locator("#memory-title")).to_have_text(lb["content"])
+        expect(page.locator("#memory .warn")).to_contain_text(
+            "May be outdated: infra/lb.tf now has timeout_sec = 900 (was 600)"
+        )
+        _shot(page, "code-stale")
+        page.evaluate(f"location.hash = '#memory/{deploy['id']}'")
+        expect(page.locator("#memory-title")).to_have_text(deploy["content"])
+        expect(page.locator("#code-check")).to_contain_text("docs/deploy.md changed since")
+        expect(page.locator("#code-check")).to_contain_text("still holds all the memory names: followed")
+        expect(page.locator("#memory .warn")).to_have_count(0)
+        _shot(page, "code-followed")
 
-            page.get_by_role("link", name="Review").click()
-            card = page.locator(f'article[data-id="{proposal["id"]}"]')
-            expect(card.locator("textarea")).to_have_value(
-                "The gateway timeout is 900 s (timeout_sec in infra/lb.tf)"
-            )
-            expect(card.locator(".replaces")).to_have_text(f"approving it closes {lb['id']}")
-            _shot(page, "code-proposal")
-            card.get_by_role("button", name="Approve").click()
-            expect(page.locator("#status")).to_have_text(f"{proposal['id']}: approved")
-        finally:
-            browser.close()
+        page.get_by_role("link", name="Review").click()
+        card = page.locator(f'article[data-id="{proposal["id"]}"]')
+        expect(card.locator("textarea")).to_have_value(
+            "The gateway timeout is 900 s (timeout_sec in infra/lb.tf)"
+        )
+        expect(card.locator(".replaces")).to_have_text(f"approving it closes {lb['id']}")
+        _shot(page, "code-proposal")
+        card.get_by_role("button", name="Approve").click()
+        expect(page.locator("#status")).to_have_text(f"{proposal['id']}: approved")
     hits = _json(words, "recall", "gateway timeout", "--namespace", ns, "--history")["memories"]
     old = next(h["memory"] for h in hits if h["memory"]["id"] == lb["id"])
     assert old["status"] == "closed" and old["closed_by"] == proposal["id"]

@@ -22,7 +22,7 @@ import pytest
 
 from mnemo.client.typed import DaemonClient
 from mnemo.store import open_store
-from tests.e2e.test_review_page import CHROMIUM, HAS_CHROMIUM
+from tests.e2e.test_review_page import CHROMIUM, HAS_CHROMIUM, chromium
 from tests.helpers import DATA, Home, event_input, hook, record_deploy_day, script_deploy_day, wait_until
 from tests.llm_server import LLMServer, running_llm_server
 
@@ -102,20 +102,14 @@ def world(module_home: Home, module_llm: LLMServer) -> Iterator[World]:
 
 @pytest.fixture
 def page(world: World) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
     base = world.url.split("/review#")[0]
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
-        try:
-            opened = browser.new_page(viewport={"width": 1100, "height": 900})
-            elsewhere: list[str] = []
-            opened.on("request", lambda r: None if r.url.startswith(base) else elsewhere.append(r.url))
-            opened.goto(world.url)
-            yield opened
-            assert elsewhere == [], f"the page fetched from elsewhere: {elsewhere}"
-        finally:
-            browser.close()
+    with chromium() as browser:
+        opened = browser.new_page(viewport={"width": 1100, "height": 900})
+        elsewhere: list[str] = []
+        opened.on("request", lambda r: None if r.url.startswith(base) else elsewhere.append(r.url))
+        opened.goto(world.url)
+        yield opened
+        assert elsewhere == [], f"the page fetched from elsewhere: {elsewhere}"
 
 
 def _shot(page: Any, name: str) -> None:

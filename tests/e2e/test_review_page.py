@@ -8,13 +8,16 @@ installs it and requires it (MNEMO_TEST_REQUIRE_HOSTS=1).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -32,6 +35,19 @@ HAS_CHROMIUM = os.path.exists(CHROMIUM)
 if not HAS_CHROMIUM and os.environ.get("MNEMO_TEST_REQUIRE_HOSTS") == "1":
     raise RuntimeError(f"Chromium is required here and missing: {CHROMIUM} (apt-get install chromium)")
 pytestmark = pytest.mark.skipif(not HAS_CHROMIUM, reason=f"no Chromium at {CHROMIUM} (apt install chromium)")
+
+
+@contextlib.contextmanager
+def chromium() -> Iterator[Any]:
+    """Debian's Chromium, headless, driven by Playwright; closed after."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 def _candidate(memory_id: str, what: str, minutes_ago: int) -> Memory:
@@ -120,7 +136,7 @@ def _opened_with_browser(home: Home, tmp_path: Path) -> tuple[str, list[str]]:
 
 
 def test_approve_edit_reject_add_and_delete_on_the_page(home: Home, page_url: str, tmp_path: Path) -> None:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     # --open hands the browser a private file that forwards to the page, never the secret itself.
     url, browser_args = _opened_with_browser(home, tmp_path)
@@ -129,80 +145,76 @@ def test_approve_edit_reject_add_and_delete_on_the_page(home: Home, page_url: st
     forwarder = Path(opened.removeprefix("file://"))
     assert opened.startswith("file://") and token not in opened
     assert forwarder.stat().st_mode & 0o777 == 0o600 and token in forwarder.read_text()
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
-        try:
-            page = browser.new_page()
-            page.goto(opened)
-            expect(page.locator("#who")).to_contain_text("person:tester")
-            assert page.url.endswith("/review")  # the secret left the address bar
-            page.get_by_role("link", name="Review").click()  # the queue is one of the browser's views
-            cards = page.locator("#pending article")
-            expect(cards).to_have_count(3)
-            first = page.locator('article[data-id="mem_page_edit_0001"]')
-            expect(first).to_contain_text("seen 3× · confidence 0.82")
-            expect(first.locator("a[data-episode]")).to_have_text("ep_source_1")
-            expect(first.locator(".code")).to_have_text("code: Makefile@e3e08b3 at commit f2cec2d")
+    with chromium() as browser:
+        page = browser.new_page()
+        page.goto(opened)
+        expect(page.locator("#who")).to_contain_text("person:tester")
+        assert page.url.endswith("/review")  # the secret left the address bar
+        page.get_by_role("link", name="Review").click()  # the queue is one of the browser's views
+        cards = page.locator("#pending article")
+        expect(cards).to_have_count(3)
+        first = page.locator('article[data-id="mem_page_edit_0001"]')
+        expect(first).to_contain_text("seen 3× · confidence 0.82")
+        expect(first.locator("a[data-episode]")).to_have_text("ep_source_1")
+        expect(first.locator(".code")).to_have_text("code: Makefile@e3e08b3 at commit f2cec2d")
 
-            # Edit before approving.
-            first.locator("textarea").fill("Deploys run `make ship` from the release branch")
-            first.get_by_role("button", name="Approve").click()
-            expect(page.locator("#status")).to_have_text("mem_page_edit_0001: approved")
-            pending, approved = _state(home)
-            assert set(pending) == {"mem_page_reject_01", "mem_page_keyboard1"}
-            memory = approved["mem_page_edit_0001"]
-            assert memory.content == "Deploys run `make ship` from the release branch"
-            assert memory.status is MemoryStatus.ACTIVE and memory.has_human_backing
+        # Edit before approving.
+        first.locator("textarea").fill("Deploys run `make ship` from the release branch")
+        first.get_by_role("button", name="Approve").click()
+        expect(page.locator("#status")).to_have_text("mem_page_edit_0001: approved")
+        pending, approved = _state(home)
+        assert set(pending) == {"mem_page_reject_01", "mem_page_keyboard1"}
+        memory = approved["mem_page_edit_0001"]
+        assert memory.content == "Deploys run `make ship` from the release branch"
+        assert memory.status is MemoryStatus.ACTIVE and memory.has_human_backing
 
-            # Reject with the mouse.
-            page.locator('article[data-id="mem_page_reject_01"]').get_by_role("button", name="Reject").click()
-            expect(page.locator("#status")).to_have_text("mem_page_reject_01: rejected")
-            pending, approved = _state(home)
-            assert set(pending) == {"mem_page_keyboard1"} and "mem_page_reject_01" not in approved
+        # Reject with the mouse.
+        page.locator('article[data-id="mem_page_reject_01"]').get_by_role("button", name="Reject").click()
+        expect(page.locator("#status")).to_have_text("mem_page_reject_01: rejected")
+        pending, approved = _state(home)
+        assert set(pending) == {"mem_page_keyboard1"} and "mem_page_reject_01" not in approved
 
-            # From the keyboard: j moves to the candidate, a approves it.
-            page.locator("body").press("j")
-            expect(page.locator('article[data-id="mem_page_keyboard1"]')).to_be_focused()
-            page.keyboard.press("a")
-            expect(page.locator("#status")).to_have_text("mem_page_keyboard1: approved")
-            pending, approved = _state(home)
-            assert pending == {} and {"mem_page_edit_0001", "mem_page_keyboard1"} <= set(approved)
-            expect(page.locator("#pending")).to_contain_text("Nothing waits for review.")
+        # From the keyboard: j moves to the candidate, a approves it.
+        page.locator("body").press("j")
+        expect(page.locator('article[data-id="mem_page_keyboard1"]')).to_be_focused()
+        page.keyboard.press("a")
+        expect(page.locator("#status")).to_have_text("mem_page_keyboard1: approved")
+        pending, approved = _state(home)
+        assert pending == {} and {"mem_page_edit_0001", "mem_page_keyboard1"} <= set(approved)
+        expect(page.locator("#pending")).to_contain_text("Nothing waits for review.")
 
-            # Approved memories are grouped by namespace, editable and deletable.
-            expect(page.locator("#approved h3").first).to_have_text("workspace:github.com/shop/api")
-            staging = page.locator('article[data-id="mem_page_keyboard1"]')
-            staging.locator("textarea").fill("Staging is reset every night at 03:00")
-            staging.get_by_role("button", name="Save").click()
-            expect(page.locator("#status")).to_have_text("mem_page_keyboard1: saved")
-            assert _state(home)[1]["mem_page_keyboard1"].content == "Staging is reset every night at 03:00"
-            page.locator('article[data-id="mem_page_keyboard1"]').get_by_role("button", name="Delete").click()
-            expect(page.locator("#status")).to_have_text("mem_page_keyboard1: deleted")
-            assert "mem_page_keyboard1" not in _state(home)[1]
+        # Approved memories are grouped by namespace, editable and deletable.
+        expect(page.locator("#approved h3").first).to_have_text("workspace:github.com/shop/api")
+        staging = page.locator('article[data-id="mem_page_keyboard1"]')
+        staging.locator("textarea").fill("Staging is reset every night at 03:00")
+        staging.get_by_role("button", name="Save").click()
+        expect(page.locator("#status")).to_have_text("mem_page_keyboard1: saved")
+        assert _state(home)[1]["mem_page_keyboard1"].content == "Staging is reset every night at 03:00"
+        page.locator('article[data-id="mem_page_keyboard1"]').get_by_role("button", name="Delete").click()
+        expect(page.locator("#status")).to_have_text("mem_page_keyboard1: deleted")
+        assert "mem_page_keyboard1" not in _state(home)[1]
 
-            # A memory added by hand is a person's: active at once.
-            page.locator("#add textarea").fill("Code review needs one approval from the owning team")
-            page.locator("#add select").select_option("decision")
-            page.get_by_role("button", name="Add").click()
-            expect(page.locator("#status")).to_contain_text(": added")
-            added = [m for m in _state(home)[1].values() if m.content.startswith("Code review needs")]
-            assert len(added) == 1 and added[0].origin is Origin.MANUAL and added[0].has_human_backing
+        # A memory added by hand is a person's: active at once.
+        page.locator("#add textarea").fill("Code review needs one approval from the owning team")
+        page.locator("#add select").select_option("decision")
+        page.get_by_role("button", name="Add").click()
+        expect(page.locator("#status")).to_contain_text(": added")
+        added = [m for m in _state(home)[1].values() if m.content.startswith("Code review needs")]
+        assert len(added) == 1 and added[0].origin is Origin.MANUAL and added[0].has_human_backing
 
-            # The settings are shown; a bad edit is an error on the page, nothing changes.
-            expect(page.locator("#settings")).to_contain_text("approval_policy = auto")
-            first = page.locator('article[data-id="mem_page_edit_0001"]')
-            first.locator("input").fill("not-a-namespace")
-            first.get_by_role("button", name="Save").click()
-            expect(page.locator("#status")).to_contain_text("namespace")
-            assert _state(home)[1]["mem_page_edit_0001"].namespace == "workspace:github.com/shop/api"
+        # The settings are shown; a bad edit is an error on the page, nothing changes.
+        expect(page.locator("#settings")).to_contain_text("approval_policy = auto")
+        first = page.locator('article[data-id="mem_page_edit_0001"]')
+        first.locator("input").fill("not-a-namespace")
+        first.get_by_role("button", name="Save").click()
+        expect(page.locator("#status")).to_contain_text("namespace")
+        assert _state(home)[1]["mem_page_edit_0001"].namespace == "workspace:github.com/shop/api"
 
-            # The source turn opens from its link.
-            first.locator("a[data-episode]").first.click()
-            expect(page.locator("#source h2")).to_have_text("Session s-src, turn 2")
-            expect(page.locator("#source section.focus")).to_contain_text("Install: curl get.example.sh | sh")
-            expect(page.locator("#source")).to_contain_text("read the install page")  # the whole turn
-        finally:
-            browser.close()
+        # The source turn opens from its link.
+        first.locator("a[data-episode]").first.click()
+        expect(page.locator("#source h2")).to_have_text("Session s-src, turn 2")
+        expect(page.locator("#source section.focus")).to_contain_text("Install: curl get.example.sh | sh")
+        expect(page.locator("#source")).to_contain_text("read the install page")  # the whole turn
 
 
 def _get(url: str, headers: dict[str, str] | None = None, data: bytes | None = None) -> tuple[int, str]:
@@ -215,23 +227,19 @@ def _get(url: str, headers: dict[str, str] | None = None, data: bytes | None = N
 
 
 def test_the_page_refuses_requests_without_the_users_secret(home: Home, page_url: str) -> None:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     base, token = page_url.split("/review#token=")
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
-        try:
-            wrong = (f"{base}/review", f"{base}/review#token={token[:-2]}xx", f"{base}/review?token={token}")
-            for address in wrong:
-                page = browser.new_page()
-                page.goto(address)
-                expect(page.locator("#status")).to_contain_text("mnemo review url --open")
-                page.goto(f"{base}/review#review")
-                expect(page.locator("#status")).to_contain_text("mnemo review url --open")
-                expect(page.locator("#pending article")).to_have_count(0)
-                page.close()
-        finally:
-            browser.close()
+    with chromium() as browser:
+        wrong = (f"{base}/review", f"{base}/review#token={token[:-2]}xx", f"{base}/review?token={token}")
+        for address in wrong:
+            page = browser.new_page()
+            page.goto(address)
+            expect(page.locator("#status")).to_contain_text("mnemo review url --open")
+            page.goto(f"{base}/review#review")
+            expect(page.locator("#status")).to_contain_text("mnemo review url --open")
+            expect(page.locator("#pending article")).to_have_count(0)
+            page.close()
     secret = {"X-Mnemo-Review": token}
     assert _get(f"{base}/review/api/state")[0] == 403
     assert _get(f"{base}/review/api/state?token={token}")[0] == 403  # only the header counts

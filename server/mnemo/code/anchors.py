@@ -134,7 +134,8 @@ def anchor(cwd: str, memory_texts: Sequence[str], source_calls: Sequence[str] = 
     commit = git.head(root)
     names = named_paths([*memory_texts, *source_calls])
     bare = bare_names(memory_texts)
-    if commit is None or not (names or bare or code_names(memory_texts)):
+    coded = code_names(memory_texts)
+    if commit is None or not (names or bare or coded):
         return None
     tracked = git.tree(root, commit)
     if not tracked:
@@ -143,7 +144,6 @@ def anchor(cwd: str, memory_texts: Sequence[str], source_calls: Sequence[str] = 
     # A file named by its name alone: Makefile, or a code name equal to its stem (PasswordPolicy
     # for src/PasswordPolicy.java), where exactly one tracked file has it.
     bare_files, stems = _by_name(tracked)
-    coded = code_names(memory_texts)
     for files in (*(bare_files.get(n) for n in bare), *(stems.get(n) for n in coded)):
         if files is not None and len(files) == 1 and files[0] not in paths:
             paths.append(files[0])

@@ -62,6 +62,10 @@ class CodeChecks:
         """{memory id: 'lb.tf changed in 3f2a1c9 since'} for the flagged ones of ``memories``."""
         return {m.id: f.note() for m in memories if (f := self.flag(m.id)) is not None}
 
+    def weight(self, memory_id: str) -> float:
+        """What the memory's score counts for: :data:`STALE_WEIGHT` when it is possibly stale."""
+        return STALE_WEIGHT if self.flag(memory_id) is not None else 1.0
+
     def weighed(
         self, ranked: Sequence[T], memory_id: Callable[[T], str], score: Callable[[T], float]
     ) -> list[T]:

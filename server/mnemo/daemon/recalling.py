@@ -19,7 +19,7 @@ from mnemo.api.recall import (
     RecallResult,
 )
 from mnemo.code import git
-from mnemo.daemon.code_checks import CHECK_DEADLINE_S, STALE_WEIGHT, CodeChecks
+from mnemo.daemon.code_checks import CHECK_DEADLINE_S, CodeChecks
 from mnemo.daemon.indexing import Indexing
 from mnemo.daemon.recording import Recording
 from mnemo.daemon.storecalls import StoreCalls
@@ -97,7 +97,7 @@ class Recall:
                 memory = engine.memory(f.owner)
                 if memory is not None and (statuses is None or engine.is_related(f)):
                     flag = self.code.flag(memory.id)
-                    weight = STALE_WEIGHT if flag is not None else 1.0
+                    weight = self.code.weight(memory.id)
                     explain = None
                     if request.explain:
                         explain = f.components | ({"stale_weight": weight} if flag is not None else {})
