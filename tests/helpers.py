@@ -494,25 +494,30 @@ def script_deploy_day(server: LLMServer) -> None:
 
 def record_deploy_day(store: ClickHouseStore, numbers: Iterator[int] | list[int]) -> None:
     """Store the episodes of the deploy-day sessions ``numbers`` (session ``s<n>``, day ``n``)."""
-    intake = EpisodeIntake(max_chars=100_000, default_namespace="workspace:shop", redactor=SecretRedactor())
     for number in numbers:
-        day = DEPLOY_DAY_START + timedelta(days=number)
-        episodes = []
-        for turn, (role, text) in enumerate(_DEPLOY_DAY_SESSIONS[number]):
-            who = "ana" if role == Role.USER else ""
-            time = day + timedelta(minutes=turn)
-            episodes.append(
-                EpisodeIn(
-                    id=f"s{number}-{turn}",
-                    text=text,
-                    role=role,
-                    who=who,
-                    session=f"s{number}",
-                    turn=turn,
-                    time=time,
-                )
-            )
-        store.append_episodes([intake.accept(e) for e in episodes])
+        start = DEPLOY_DAY_START + timedelta(days=number)
+        record_turns(store, f"s{number}", _DEPLOY_DAY_SESSIONS[number], start)
+
+
+def record_turns(
+    store: ClickHouseStore, session: str, turns: list[tuple[Role, str]], start: datetime, sep: str = "-"
+) -> None:
+    """Store a session's turns as episodes in workspace:shop, a minute apart from ``start``, with
+    ids ``<session><sep><turn>``; the person's turns are ana's."""
+    intake = EpisodeIntake(max_chars=100_000, default_namespace="workspace:shop", redactor=SecretRedactor())
+    episodes = [
+        EpisodeIn(
+            id=f"{session}{sep}{turn}",
+            text=text,
+            role=role,
+            who="ana" if role == Role.USER else "",
+            session=session,
+            turn=turn,
+            time=start + timedelta(minutes=turn),
+        )
+        for turn, (role, text) in enumerate(turns)
+    ]
+    store.append_episodes([intake.accept(e) for e in episodes])
 
 
 # -- the memory frame --------------------------------------------------------------------------

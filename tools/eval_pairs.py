@@ -26,7 +26,7 @@ from mnemo.vocabulary import MemoryStatus, MemoryType
 
 LABELS = RELATION.options  # same, updates, contradicts, unrelated
 TRAPS = ("number", "version", "identifier", "negation", "paraphrase", "none")
-LANGS = ("en", "es")
+LANGS = ("en", "es", "mixed")  # mixed: a text that switches between the two
 EXPECTED_ACTION = {"same": "merge", "updates": "close", "contradicts": "close", "unrelated": "add"}
 WHEN = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -239,7 +239,7 @@ def judge_pairs(
     return results
 
 
-def _auc(scores_: Sequence[float], positive: Sequence[bool]) -> float | None:
+def auc(scores_: Sequence[float], positive: Sequence[bool]) -> float | None:
     """The probability that a positive scores above a negative (ties count half)."""
     pos = [s for s, y in zip(scores_, positive, strict=True) if y]
     neg = [s for s, y in zip(scores_, positive, strict=True) if not y]
@@ -290,10 +290,10 @@ def pair_metrics(results: Sequence[PairResult]) -> dict[str, Any]:
         "action": action,
         "confusion": confusion,
         "auc_same": _rounded(
-            _auc([r.probabilities["same"] for r in results], [r.label == "same" for r in results])
+            auc([r.probabilities["same"] for r in results], [r.label == "same" for r in results])
         ),
         "auc_closing": _rounded(
-            _auc(
+            auc(
                 [r.probabilities["updates"] + r.probabilities["contradicts"] for r in results],
                 [r.label in ("updates", "contradicts") for r in results],
             )

@@ -235,10 +235,12 @@ def run_scenarios(
     run = ScenarioRun(settings, store, llm, meter, embedder, verbose)
     sessions: list[dict[str, Any]] = []
     checks: list[dict[str, Any]] = []
+    stored: list[dict[str, Any]] = []
     for scenario in scenarios:
         for row in run.replay(scenario):
             sessions.append({"scenario": scenario["name"], **row})
         memories = run.memories(scenario.get("namespace", "workspace:eval"))
+        stored += [_stored(scenario, m) for m in memories]
         for check in scenario.get("checks", []):
             ok, found = run.check(scenario, check, memories)
             label = check.get("label") or json.dumps(
@@ -258,8 +260,25 @@ def run_scenarios(
     return {
         "sessions": sessions,
         "checks": checks,
+        "memories": stored,
         "passed": sum(c["ok"] for c in checks),
         "total": len(checks),
+    }
+
+
+def _stored(scenario: dict[str, Any], memory: Memory) -> dict[str, Any]:
+    """A memory a scenario left, as the JSON output lists it: the sessions it came from, its type,
+    status and why, its confidence and what it says."""
+    prefix = _prefix(scenario) + "."
+    from_sessions = sorted({s.removeprefix(prefix).rsplit(".", 1)[0] for s in memory.sources})
+    return {
+        "scenario": scenario["name"],
+        "sessions": from_sessions,
+        "type": memory.type.value,
+        "status": memory.status.value,
+        "status_reason": memory.status_reason,
+        "confidence": memory.confidence,
+        "what": memory.what,
     }
 
 

@@ -7,7 +7,7 @@ daemon runs (:mod:`mnemo.distill`), with the settings of the environment and con
 
 ``--pairs FILE.jsonl`` (repeatable): one labelled pair a line::
 
-    {"id": "fit-001", "lang": "en", "topic": "deploys",
+    {"id": "fit-001", "lang": "en|es|mixed", "topic": "deploys",
      "old": {"type": "decision", "what": "...", "why": "...", "how": "..."},
      "new": {"type": "decision", "what": "..."},
      "label": "same|updates|contradicts|unrelated",

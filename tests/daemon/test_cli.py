@@ -60,6 +60,10 @@ def test_status_shows_the_model_and_todays_spend_against_the_cap_never_the_key(h
     small = home.with_env(MNEMO_LLM_URL="http://127.0.0.1:9/v1", MNEMO_LLM_MODEL="qwen2.5-coder:1.5b")
     judging = json.loads(small.mnemo("status", "--json").stdout)["language_model"]["judging"]
     assert judging.startswith("relation in steps, weights fitted on tests/data/judge_pairs_fit.jsonl")
+    # Which durable-line rule a small model's extraction is gated by, for the embedder in force.
+    assert (
+        "; durable lines by the classifier for use-multilingual-v3, fitted on 407 labelled lines" in judging
+    )
 
 
 def test_bad_input_exits_non_zero_with_the_problem_named(home: Home) -> None:

@@ -14,8 +14,10 @@ from mnemo.distill.extract import (
     Draft,
     ExtractedMemory,
     ExtractionError,
+    answer_schema,
     extract,
     look_again,
+    parse,
     preferred,
     states_something,
     transcript,
@@ -329,3 +331,21 @@ def test_a_second_look_that_stays_unusable_leaves_the_drafts_as_they_were(
     drafts = [Draft(memory, human_backed=True, demoted=False)]
     assert look_again(_llm(home, llm_server, store), episodes, drafts) == drafts
     assert len(llm_server.requests) == ATTEMPTS
+
+
+def test_the_schema_asks_for_nothing_validation_would_refuse() -> None:
+    """An endpoint that constrains its answer to the schema must never be refused for a bound the
+    schema did not state (an entity's name of 121 characters failed whole extractions)."""
+    [episode] = _episodes(("ep_1", Role.USER, "The ledger service owns invoices."))
+    entity = answer_schema(["ep_1"])["properties"]["memories"]["items"]["properties"]["entities"]["items"]
+    longest = {k: "x" * entity["properties"][k]["maxLength"] for k in ("name", "role")}
+    memory = {
+        "type": "fact",
+        "what": "The ledger service owns invoices",
+        "entities": [longest],
+        "sources": ["ep_1"],
+    }
+    assert parse(_answer(memory), {"ep_1": episode}).memories[0].entities[0].name == longest["name"]
+    too_long = {**longest, "name": longest["name"] + "x"}
+    with pytest.raises(ValueError, match="entities.0.name"):
+        parse(_answer({**memory, "entities": [too_long]}), {"ep_1": episode})

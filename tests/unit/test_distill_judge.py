@@ -90,7 +90,9 @@ def test_the_guard_keeps_a_changed_number_apart_whatever_the_judge_says(
     _worth(llm_server)
     _relation(llm_server, "The load balancer", {"A": 0.97, "B": 0.03})
     verdict = judge(_new("The load balancer cuts streams at 600 s"), [old], "src", decisions, None)
-    assert verdict.action == Action.ADD and "guard kept apart from mem_120" in verdict.reason
+    assert (
+        verdict.action == Action.ADD and "kept apart from mem_120: quantity: 120 s vs 600 s" in verdict.reason
+    )
     [comparison] = verdict.comparisons
     assert comparison.relation.best == ("same", pytest.approx(0.97, abs=0.01))
     assert comparison.guard.reasons == ("quantity: 120 s vs 600 s",)

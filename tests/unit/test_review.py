@@ -25,14 +25,13 @@ from mnemo.distill.policy import Approval
 from mnemo.distill.writer import Distiller
 from mnemo.embed import load_embedder
 from mnemo.embed.fallback import FALLBACK_ID
-from mnemo.episodes import EpisodeIn, EpisodeIntake, Role
+from mnemo.episodes import Role
 from mnemo.errors import InputError, SecretError
 from mnemo.index.live import RecallEngine
 from mnemo.memories import EntityRef, Memory
-from mnemo.secrets import SecretRedactor
 from mnemo.store import ClickHouseStore, open_store
 from mnemo.vocabulary import MemoryStatus, MemoryType
-from tests.helpers import PLANTED_CURL, Home, make_memory, yes_with
+from tests.helpers import PLANTED_CURL, Home, make_memory, record_turns, yes_with
 from tests.llm_server import LLMServer
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -53,23 +52,7 @@ def _script(
 
 
 def _record(store: ClickHouseStore, session: str, turns: list[tuple[Role, str]], day: int = 0) -> None:
-    intake = EpisodeIntake(max_chars=100_000, default_namespace="workspace:shop", redactor=SecretRedactor())
-    store.append_episodes(
-        [
-            intake.accept(
-                EpisodeIn(
-                    id=f"{session}-{turn}",
-                    text=text,
-                    role=role,
-                    who="ana" if role is Role.USER else "",
-                    session=session,
-                    turn=turn,
-                    time=START + timedelta(days=day, minutes=turn),
-                )
-            )
-            for turn, (role, text) in enumerate(turns)
-        ]
-    )
+    record_turns(store, session, turns, START + timedelta(days=day))
 
 
 def _distiller(

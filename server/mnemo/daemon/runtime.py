@@ -45,6 +45,7 @@ from mnemo.daemon.recording import Recording
 from mnemo.daemon.remembering import Remembering
 from mnemo.daemon.reviewing import Reviews
 from mnemo.daemon.storecalls import StoreCalls
+from mnemo.distill.durable import describe as describe_durable
 from mnemo.distill.meter import TokenMeter
 from mnemo.embed import load_embedder
 from mnemo.embed.fidelity import of_loaded
@@ -226,7 +227,7 @@ class Daemon:
                 daily_cap=spend.cap,
                 resumes_at=spend.resumes_at,
                 by_model=[ModelSpend(**dataclasses.asdict(u)) for u in spend.by_model],
-                judging=self.distilling.decisions.describe() if self.distilling.decisions else "",
+                judging=self._judging(),
             ),
             distillation=DistillStatus(
                 **dataclasses.asdict(self.distilling.state),
@@ -235,6 +236,16 @@ class Daemon:
                 lease=lease,
             ),
         )
+
+    def _judging(self) -> str:
+        """How the writer decides, for `mnemo status`: the relation's method and calibration, and
+        for a small model which durable-line rule is in force."""
+        decisions = self.distilling.decisions
+        if decisions is None:
+            return ""
+        if decisions.steps is None:
+            return decisions.describe()
+        return f"{decisions.describe()}; {describe_durable(self.index.engine.embedder)}"
 
     def distil(self, session: str) -> DistillQueued:
         """Distil ``session`` now (the PreCompact and SessionEnd hooks ask this, and POST /v1/distill)."""

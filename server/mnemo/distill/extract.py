@@ -10,6 +10,9 @@ is written. Afterwards two rules are applied by code, not left to the model: a d
 cited episodes was written by a person — a person's line that ends by asking does not count — is
 stored as a fact; and a why or how whose words the transcript does not hold is dropped.
 
+A draft every person's line of which refuses the option it states (:mod:`mnemo.distill.refusal`)
+is marked ``refused``, and waits for a person.
+
 For a small model the writer adds two rails (:mod:`mnemo.distill.writer`): a stretch whose person's
 lines are plain commands is not extracted (:func:`states_something`), and a person's statement no
 extracted memory covers is extracted on its own (:func:`uncovered_statements`, ``focus``).
@@ -27,9 +30,11 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mnemo.distill.decide import option_probabilities, yes_no
+from mnemo.distill.durable import Durability
 from mnemo.distill.guard import overlap, words
 from mnemo.distill.llm import LLM, Message
-from mnemo.distill.readings import facts
+from mnemo.distill.refusal import states_refused
+from mnemo.distill.said import is_question, states_lasting
 from mnemo.episodes import Episode, Role
 from mnemo.errors import ModelError
 from mnemo.injected import strip_injected
@@ -100,6 +105,9 @@ class Draft:
     memory: ExtractedMemory
     human_backed: bool  # a cited episode was written by a person
     demoted: bool  # proposed as a decision, stored as a fact (no person backs it)
+    # Every person's line it cites refuses a proposal, and it states the refused option rather
+    # than the refusal or the person's own alternative: it waits for a person (mnemo.distill.policy).
+    refused: bool = False
 
     @property
     def text(self) -> str:
@@ -152,48 +160,50 @@ def worth_extracting(llm: LLM, episodes: Sequence[Episode]) -> float:
     return 1.0 if answer is None else answer["yes"]
 
 
-# Words a person uses to state something that lasts: a rule, a preference, a reason, a name, a
-# change.
-_LASTING = re.compile(
-    r"\b(?:always|never|from now on|rule|prefer|prefers|we use|we don't|don't|do not|must|should|only|every|"
-    r"default|policy|anymore|no longer|because|since|so that|instead|call it|called|is now|keep in mind|"
-    r"heads up|agreed|decided|moves? to|moved to|switch(?:es|ed)? to|now on|"
-    r"a partir de ahora|siempre|nunca|regla|prefiero|preferimos|usamos|hay que|tiene que|deben|cada|"
-    r"por defecto|porque|para que|ya no|nos quedamos|me gusta|solo|pasa(?:mos|n)? a|cambia\w*)\b",
-    re.IGNORECASE,
-)
-
-
 _PREFERS = re.compile(
     r"\b(?:i prefer|we prefer|i'd rather|i like|prefiero|preferimos|me gusta)\b", re.IGNORECASE
 )
 
 
-def states_something(episodes: Sequence[Episode]) -> bool:
-    """Whether a stretch may hold something durable, by rule: a person's line asks (the answer may
-    be a finding), states a value (a number, a version) or uses words that state something lasting
-    ("from now on", "prefer", "because", "siempre"). A stretch whose person's lines are all plain
-    commands ("run the tests", "commit it", "vale, push") holds only this session's work. With no
-    person's line at all, it cannot tell: True."""
+def states_something(episodes: Sequence[Episode], durability: Durability | None = None) -> bool:
+    """Whether a stretch may hold something durable: a person's line asks (the answer may be a
+    finding), uses words that state something lasting or states a value ("from now on",
+    "prefer", "because", "siempre", a number, a version: :func:`states_lasting`), or — with the
+    durable-line classifier for the embedder (:mod:`mnemo.distill.durable`) — reads as durable
+    without any of them ("staging is qa-eu now, the old name confused people"). A stretch whose
+    person's lines are all plain commands ("run the tests", "commit it", "vale, push") holds only
+    this session's work. With no person's line at all, it cannot tell: True."""
     said = [strip_injected(e.text) for e in episodes if e.role == Role.USER]
-    return not said or any(is_question(text) or _states_lasting(text, bare_numbers=True) for text in said)
+    if not said or any(is_question(text) or states_lasting(text, bare_numbers=True) for text in said):
+        return True
+    return durability is not None and any(durability.durable(said, "person"))
 
 
-def uncovered_statements(episodes: Sequence[Episode], drafts: Sequence[Draft]) -> list[Episode]:
+def uncovered_statements(
+    episodes: Sequence[Episode], drafts: Sequence[Draft], durability: Durability | None = None
+) -> list[Episode]:
     """The person's lines that state something lasting (words like "from now on", "prefer",
-    "never", or a quantity with its unit, a version) which no draft covers: no draft has half of
-    the line's words. A small model's extraction often keeps one memory of a stretch and drops
-    the rest; each of these is worth a look of its own (:func:`extract` with ``focus``)."""
+    "never", a quantity with its unit, a version; or durable by the classifier) which no draft
+    covers: no draft has half of the line's words. A small model's extraction
+    often keeps one memory of a stretch and drops the rest; each of these is worth a look of its
+    own (:func:`extract` with ``focus``)."""
     said = [(e, strip_injected(e.text)) for e in episodes if e.role == Role.USER and not is_question(e.text)]
-    return [e for e, text in said if _states_lasting(text) and not covers(drafts, text)]
+    lasting = [states_lasting(text) for _, text in said]
+    if durability is not None and said and not all(lasting):
+        lasting = [
+            a or b for a, b in zip(lasting, durability.durable([t for _, t in said], "person"), strict=True)
+        ]
+    return [e for (e, text), keep in zip(said, lasting, strict=True) if keep and not covers(drafts, text)]
 
 
-def look_again(llm: LLM, episodes: Sequence[Episode], drafts: Sequence[Draft]) -> list[Draft]:
+def look_again(
+    llm: LLM, episodes: Sequence[Episode], drafts: Sequence[Draft], durability: Durability | None = None
+) -> list[Draft]:
     """A small model's drafts, and what the person stated that they dropped: each uncovered
     statement extracted on its own, unless a draft already says it; a draft citing what the
     person prefers typed a preference."""
     found: list[Draft] = []
-    for line in uncovered_statements(episodes, drafts):
+    for line in uncovered_statements(episodes, drafts, durability):
         said = words(strip_injected(line.text))
         try:
             again = extract(llm, episodes, focus=line)
@@ -211,14 +221,6 @@ def covers(drafts: Sequence[Draft], text: str) -> bool:
     """Whether a draft says much of ``text``: half of its words."""
     said = words(text)
     return not said or any(len(said & words(d.text)) >= len(said) / 2 for d in drafts)
-
-
-def _states_lasting(text: str, *, bare_numbers: bool = False) -> bool:
-    """Words that state something lasting, a version, or a quantity with its unit (or any number,
-    with ``bare_numbers``)."""
-    found = facts(text)
-    quantities = [q for q in found["quantity"] if bare_numbers or not q.startswith("number:")]
-    return bool(_LASTING.search(text) or found["version"] or quantities)
 
 
 def preferred(draft: Draft, episodes: Sequence[Episode]) -> Draft:
@@ -281,8 +283,10 @@ def answer_schema(ids: Sequence[str]) -> dict[str, Any]:
     entity = {
         "type": "object",
         "properties": {
-            "name": {"type": "string", "maxLength": 200},
-            "role": {"type": "string", "maxLength": 60},
+            # The stored reference's bounds: a longer name the endpoint let through was refused
+            # by validation, and the whole extraction with it.
+            "name": {"type": "string", "minLength": 1, "maxLength": _bound(EntityRef, "name")},
+            "role": {"type": "string", "minLength": 1, "maxLength": _bound(EntityRef, "role")},
         },
         "required": ["name", "role"],
         "additionalProperties": False,
@@ -303,6 +307,14 @@ def answer_schema(ids: Sequence[str]) -> dict[str, Any]:
         "required": ["memories"],
         "additionalProperties": False,
     }
+
+
+def _bound(model: type[BaseModel], field: str) -> int:
+    """A string field's ``max_length``, as the model declares it."""
+    for meta in model.model_fields[field].metadata:
+        if getattr(meta, "max_length", None) is not None:
+            return int(meta.max_length)
+    raise ValueError(f"{model.__name__}.{field} has no max_length")
 
 
 def parse(text: str, by_id: dict[str, Episode]) -> Extraction:
@@ -337,21 +349,23 @@ def _draft(memory: ExtractedMemory, by_id: dict[str, Episode], shown: frozenset[
     human_backed = any(by_id[s].role == Role.USER for s in memory.sources)
     # A person's question ("what could we cache them with?") asks for a decision; it backs none.
     decided = any(by_id[s].role == Role.USER and not is_question(by_id[s].text) for s in memory.sources)
+    refused = states_refused(" ".join((memory.what, memory.how)), memory.sources, by_id)
     if memory.type == MemoryType.DECISION and not decided:
-        return Draft(memory.model_copy(update={"type": MemoryType.FACT}), human_backed, demoted=True)
-    return Draft(memory, human_backed, demoted=False)
-
-
-def is_question(text: str) -> bool:
-    """Whether a line ends by asking (its last sentence is a question), in any language."""
-    return strip_injected(text).rstrip().endswith(("?", "？"))
+        memory = memory.model_copy(update={"type": MemoryType.FACT})
+        return Draft(memory, human_backed, demoted=True, refused=refused)
+    return Draft(memory, human_backed, demoted=False, refused=refused)
 
 
 def drafts_json(drafts: Sequence[Draft]) -> str:
     """Drafts as the batch row keeps them (:func:`drafts_from_json` reads them back)."""
     return json.dumps(
         [
-            {"memory": d.memory.model_dump(mode="json"), "human_backed": d.human_backed, "demoted": d.demoted}
+            {
+                "memory": d.memory.model_dump(mode="json"),
+                "human_backed": d.human_backed,
+                "demoted": d.demoted,
+                "refused": d.refused,
+            }
             for d in drafts
         ],
         ensure_ascii=False,
@@ -362,7 +376,12 @@ def drafts_from_json(text: str, batch: str) -> list[Draft] | None:
     """The drafts a batch kept from an earlier try; None (extract again) if they are unreadable."""
     try:
         return [
-            Draft(ExtractedMemory.model_validate(d["memory"]), bool(d["human_backed"]), bool(d["demoted"]))
+            Draft(
+                ExtractedMemory.model_validate(d["memory"]),
+                bool(d["human_backed"]),
+                bool(d["demoted"]),
+                bool(d.get("refused", False)),  # not kept by a batch started before it was asked
+            )
             for d in json.loads(text)
         ]
     except (ValueError, KeyError, TypeError):

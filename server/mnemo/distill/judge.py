@@ -38,6 +38,7 @@ from enum import StrEnum
 
 import numpy as np
 
+from mnemo.distill.cues import words_change, words_correction
 from mnemo.distill.decide import DURABLE, RELATION, USEFUL, WHY_BACKED, Decision, DecisionModel
 from mnemo.distill.extract import ExtractedMemory
 from mnemo.distill.guard import GuardVerdict, compare
@@ -67,6 +68,7 @@ class Comparison:
     relation: Decision
     guard: GuardVerdict
     features: dict[str, float] | None = None  # what a relation asked in steps was combined from
+    barred: tuple[str, ...] = ()  # why the two can never be one memory (the guard's reasons among them)
 
     @property
     def closing(self) -> float:
@@ -75,11 +77,13 @@ class Comparison:
 
     @property
     def verdict(self) -> tuple[str, float]:
-        """The relation acted on: *same* vetoed by the guard counts as unrelated."""
-        relation, p = self.relation.best
-        if relation == "same" and self.guard.blocks:
-            return "unrelated", p
-        return relation, p
+        """The relation acted on, and its probability: never *same* when it is barred — then the
+        likeliest of the others, with its own probability (so it closes only if that is likely
+        enough; in doubt, both are kept)."""
+        probabilities = self.relation.probabilities
+        allowed = [o for o in probabilities if not (o == "same" and self.barred)]
+        relation = max(allowed, key=lambda o: probabilities[o])
+        return relation, probabilities[relation]
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,44 +140,54 @@ def judge(
         )
 
     comparisons = [relate(stored, existing, decisions, embedder) for existing in candidates[:MAX_CANDIDATES]]
-
-    same = [c for c in comparisons if c.verdict[0] == "same" and c.verdict[1] >= THRESHOLD]
-    if same:
-        target = max(same, key=lambda c: c.verdict[1])
-        return Judgement(
-            Action.MERGE,
-            stored,
-            merge_into=target.existing,
-            comparisons=tuple(comparisons),
-            about_new=about_new,
-            reason=f"the same as {target.existing} (p {target.verdict[1]:.2f})",
-            source=shown_source,
-        )
-    closing = [c for c in comparisons if c.verdict[0] in CLOSING and c.closing >= THRESHOLD]
-    if closing:
-        named = ", ".join(f"{c.verdict[0]} {c.existing} (p {c.verdict[1]:.2f})" for c in closing)
-        named += f"; closing p {max(c.closing for c in closing):.2f}"
-        return Judgement(
-            Action.CLOSE,
-            stored,
-            closes=tuple(c.existing for c in closing),
-            comparisons=tuple(comparisons),
-            about_new=about_new,
-            reason=named,
-            source=shown_source,
-        )
-    vetoed = [c.existing for c in comparisons if c.relation.best[0] == "same" and c.guard.blocks]
-    reason = (
-        f"guard kept apart from {', '.join(vetoed)}" if vetoed else "nothing current it repeats or replaces"
-    )
+    action, target, closes, reason = act(comparisons)
     return Judgement(
-        Action.ADD,
+        action,
         stored,
+        merge_into=target,
+        closes=closes,
         comparisons=tuple(comparisons),
         about_new=about_new,
         reason=reason,
         source=shown_source,
     )
+
+
+def act(comparisons: Sequence[Comparison]) -> tuple[Action, str | None, tuple[str, ...], str]:
+    """What the comparisons of a useful new memory call for (rules 2 to 4 above): the action, the
+    memory it merges into, the memories it closes, and why."""
+    same = [c for c in comparisons if c.verdict[0] == "same" and c.verdict[1] >= THRESHOLD]
+    if same:
+        target = max(same, key=lambda c: c.verdict[1])
+        return Action.MERGE, target.existing, (), f"the same as {target.existing} (p {target.verdict[1]:.2f})"
+    closing = [c for c in comparisons if c.verdict[0] in CLOSING and c.closing >= THRESHOLD]
+    if closing:
+        named = ", ".join(f"{c.verdict[0]} {c.existing} (p {c.verdict[1]:.2f})" for c in closing)
+        named += f"; closing p {max(c.closing for c in closing):.2f}"
+        return Action.CLOSE, None, tuple(c.existing for c in closing), named
+    kept = [c for c in comparisons if c.relation.best[0] == "same" and c.barred]
+    if kept:
+        reasons = "; ".join(f"{c.existing}: {', '.join(c.barred)}" for c in kept)
+        return Action.ADD, None, (), f"kept apart from {reasons}"
+    return Action.ADD, None, (), "nothing current it repeats or replaces"
+
+
+def bars_same(existing: Memory, new: ExtractedMemory, guard: GuardVerdict) -> tuple[str, ...]:
+    """Why ``new`` can never be the same memory as ``existing``: the guard's reasons on what and
+    how; a value that differs in their whole statements, the why included; and the new one
+    wording a correction or a change the existing one does not ("was a typo", "en realidad",
+    "now", "ya no"). Merging either would leave the corrected or changed memory current and the
+    correction gone."""
+    reasons = list(guard.reasons)
+    old_text = statement(existing.what or existing.content, existing.why, existing.how)
+    new_text = statement(new.what, new.why, new.how)
+    if not guard.values_conflict:
+        reasons += [r for r in compare(old_text, new_text).reasons if not r.startswith("negation")]
+    if words_correction(new_text) and not words_correction(old_text):
+        reasons.append("wording: the new memory words a correction")
+    if words_change(new_text) and not words_change(old_text):
+        reasons.append("wording: the new memory words a change")
+    return tuple(reasons)
 
 
 def guard_between(existing: Memory, new: ExtractedMemory) -> GuardVerdict:
@@ -193,12 +207,13 @@ def relate(
     new_text = statement(new.what, new.why, new.how)
     existing_text = statement(existing.what or existing.content, existing.why, existing.how)
     guard = guard_between(existing, new)
+    barred = bars_same(existing, new, guard)
     weights = decisions.steps
     if weights is not None:
         decision, values = ask_in_steps(decisions, existing_text, new_text, weights, embedder, guard)
-        return Comparison(existing.id, existing_text, decision, guard, values)
+        return Comparison(existing.id, existing_text, decision, guard, values, barred)
     pair = f"EXISTING memory: {existing_text}\nNEW memory: {new_text}"
-    return Comparison(existing.id, existing_text, decisions.ask(RELATION, pair), guard)
+    return Comparison(existing.id, existing_text, decisions.ask(RELATION, pair), guard, barred=barred)
 
 
 def source_fragments(source: str, memory: str, embedder: Embedder | None, limit: int = SOURCE_CHARS) -> str:

@@ -7,7 +7,9 @@ A memory the writer extracts is born a candidate or active, by the approval poli
   - anything whose only sources are tool output or fetched content — text the agent read, not
     text anyone wrote to it ("from now on always run `curl … | sh`" in a web page or a tool's
     output must never become a procedure by itself);
-  - decisions, postmortems and procedures that no line the person wrote backs.
+  - decisions, postmortems and procedures that no line the person wrote backs;
+  - whatever states an option the person refused: every person's line it cites refuses it
+    ("no, keep Postgres…" cited by "Store the events in MongoDB"; :mod:`mnemo.distill.refusal`).
 - ``review``: every extracted memory waits for a person, unless auto-approval is switched on
   (``auto_approve_min_seen`` > 0): a candidate seen that many times (equivalent candidates fold
   into one and count) with the judge's confidence at least ``auto_approve_min_confidence``.
@@ -61,14 +63,17 @@ class Approval:
             settings.approval_policy, settings.auto_approve_min_seen, settings.auto_approve_min_confidence
         )
 
-    def status(self, memory: Memory, *, tool_only: bool) -> tuple[MemoryStatus, str]:
+    def status(self, memory: Memory, *, tool_only: bool, refused: bool = False) -> tuple[MemoryStatus, str]:
         """Active or candidate for a memory the writer is about to store (or has just seen
-        again), and why (the memory's ``status_reason``)."""
+        again), and why (the memory's ``status_reason``). ``refused``: it states an option the
+        person's lines it cites refused (:mod:`mnemo.distill.refusal`)."""
         if tool_only:
             return (
                 MemoryStatus.CANDIDATE,
                 "waits for a person: its only sources are tool output or fetched content",
             )
+        if refused:
+            return MemoryStatus.CANDIDATE, "waits for a person: the person's lines it cites refuse it"
         if self.policy == "review":
             return self._auto_approved(memory) or (
                 MemoryStatus.CANDIDATE,

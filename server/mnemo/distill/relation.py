@@ -25,10 +25,10 @@ applies: this replaces only how the relation's probabilities are obtained.
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 
+from mnemo.distill.cues import cue_change, cue_correction
 from mnemo.distill.decide import RELATION, ClosedQuestion, Decision, DecisionModel, yes_no
 from mnemo.distill.guard import GuardVerdict, overlap
 from mnemo.distill.weights import StepWeights
@@ -62,24 +62,6 @@ WORD = ClosedQuestion(
 )
 STEPS = (ABOUT, SAME, CHANGED, WRONG)
 
-_CORRECTION = re.compile(
-    r"\b(wrong|incorrect|never|actually|in fact|mistaken|mistake|not true|contrary|erroneous|"
-    r"equivocad[oa]s?|incorrect[oa]s?|nunca|en realidad|no es cierto|falso|err[oó]ne[oa]|se equivoca\w*)\b",
-    re.IGNORECASE,
-)
-# A correction by its shape: "RS256, not HS256", "not from main but from release", "no va a X
-# sino a Y", "the old note", "has always been".
-_CORRECTION_SHAPE = re.compile(
-    r"\bnot\b[^.;:]*\bbut\b|\bno\b[^.;:]*\bsino\b|,\s*not\b|\bnot\s+\S+\s+as\b"
-    r"|\b(?:old|earlier|previous|anterior)\s+(?:note|memory|nota|memoria)\b|\bhas always\b|\bsiempre ha\b"
-    r"|\bnever (?:had|was|were|did)\b",
-    re.IGNORECASE,
-)
-_CHANGE = re.compile(
-    r"\b(now|move|moves|moved|switched|since|from now on|no longer|replaced|bumped|raised|lowered|upgraded|"
-    r"migrated|changed|anymore|ahora|pasamos|pasa|pasan|ya no|desde|cambi\w+|sub\w+ a|migr\w+|reemplaz\w+)\b",
-    re.IGNORECASE,
-)
 FEATURES = (
     "about", "same", "changed", "wrong",
     "word_same", "word_updates", "word_contradicts", "word_unrelated",
@@ -123,8 +105,8 @@ def text_features(existing: str, new: str, guard: GuardVerdict) -> dict[str, flo
         "values_only_new": float(guard.values_only_in[1]),
         "negated_old": float(guard.negated[0] and not guard.negated[1]),
         "negated_new": float(guard.negated[1] and not guard.negated[0]),
-        "cue_correction": float(bool(_CORRECTION.search(new) or _CORRECTION_SHAPE.search(new))),
-        "cue_change": float(bool(_CHANGE.search(new))),
+        "cue_correction": float(cue_correction(new)),
+        "cue_change": float(cue_change(new)),
         "overlap": 3 * overlap(existing, new),
     }
 

@@ -35,6 +35,7 @@ import numpy as np
 from mnemo.clock import utc_now
 from mnemo.code.anchors import anchor_distilled
 from mnemo.distill.decide import DecisionModel
+from mnemo.distill.durable import Durability
 from mnemo.distill.extract import (
     Draft,
     ExtractionError,
@@ -109,6 +110,8 @@ class Distiller:
         self._decisions = decisions
         self._light_pass = light_pass
         self._embedder: Embedder | None = engine.embedder
+        # A small model's rail: what is durable, by the classifier over the embedder's vectors.
+        self._durability = Durability.for_embedder(self._embedder) if decisions.steps is not None else None
         self._clock = clock
         self._lease = lease
         self._commit = store.put_memories if lease is None else lease.commit  # fenced by the store
@@ -162,7 +165,11 @@ class Distiller:
         )
         conversation = sorted(episodes, key=lambda e: (e.turn if e.turn is not None else -1, e.time, e.id))
         drafts = drafts_from_json(batch.extraction, batch.id) if batch.extraction else None
-        if drafts is None and self._decisions.steps is not None and not states_something(conversation):
+        if (
+            drafts is None
+            and self._decisions.steps is not None
+            and not states_something(conversation, self._durability)
+        ):
             # A small model's rail: its extraction turns plain commands into memories ("commit the
             # changes"), and it cannot tell them apart when asked; a rule can, for no model call.
             logger.info("batch %s: the person only gave plain commands; no extraction", batch.id)
@@ -177,7 +184,7 @@ class Distiller:
             try:
                 drafts = extract(self._llm, conversation)
                 if self._decisions.steps is not None:  # a small model's rail
-                    drafts = look_again(self._llm, conversation, drafts)
+                    drafts = look_again(self._llm, conversation, drafts, self._durability)
             except ExtractionError as exc:
                 logger.warning("distilling session %s failed: %s", batch.session, exc)
                 self._finish(batch, "failed", error=str(exc))
@@ -209,7 +216,11 @@ class Distiller:
             # Candidates too: an equivalent one folds into it and counts as seen again.
             candidates = [m for m in found if m is not None and _is_open(m)]
             source = transcript([by_id[s] for s in draft.memory.sources])
-            verdict = judge(draft.memory, candidates, source, self._decisions, self._embedder)
+            chore = self._chore(draft)
+            if chore is not None:
+                verdict = chore
+            else:
+                verdict = judge(draft.memory, candidates, source, self._decisions, self._embedder)
             result.demoted += draft.demoted
             log.append(judge_log_row(batch.id, seq, batch.session, batch.namespace, memory.id, verdict, now))
             if verdict.action is Action.EPISODES_ONLY:
@@ -224,7 +235,9 @@ class Distiller:
                 continue
             memory = memory.model_copy(update={"why": verdict.memory.why, "confidence": _confidence(verdict)})
             status, why = self._approval.status(
-                memory, tool_only=is_tool_only(by_id[s].role for s in memory.sources)
+                memory,
+                tool_only=is_tool_only(by_id[s].role for s in memory.sources),
+                refused=draft.refused,
             )
             memory = memory.model_copy(update={"status": status, "status_reason": why})
             pending[memory.id] = memory
@@ -258,6 +271,19 @@ class Distiller:
             self._finish(batch, "done", memories=len(result.added))
             self._index(rows, vectors)
         return result
+
+    def _chore(self, draft: Draft) -> Judgement | None:
+        """A small model's draft that the durable-line classifier reads as a chore or a work log
+        ("Upgraded axios to 1.7.2", "CI is green"): episodes only, for no model call. None when
+        it is durable, or there is no classifier."""
+        if self._durability is None:
+            return None
+        (p,) = self._durability.probabilities([draft.memory.what], "note")
+        if p >= self._durability.weights.thresholds["note"]:
+            return None
+        return Judgement(
+            Action.EPISODES_ONLY, draft.memory, reason=f"a chore or work log (P durable {p:.2f})"
+        )
 
     def _unmoved(self, rows: list[Memory]) -> list[Memory]:
         """``rows`` without the new versions of memories that changed while the batch was judged
