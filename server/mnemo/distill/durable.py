@@ -7,16 +7,19 @@ mind, just rerun it"). So for a small model the writer asks a logistic model ove
 each line and three signals of its form (:data:`SIGNALS`: the cue words or a value, a question,
 its length), fitted on lines labelled *durable* or *passing* written by several authors, in
 English and Spanish (``tools/fit_durable.py``, which prints the weights file to ship and the AUC
-on lines it did not see). It answers two questions, each with its own threshold:
+on lines it did not see).
 
-- a **person's line**: does it state a decision, a rule, a preference, a fact about the project, a
-  rename, a correction, a refusal and its reason — or only this session's work ("run the tests",
-  "ok push it", "bump axios")? A stretch is extracted when a person's line is durable by it, or
-  by the cue words, or asks (:func:`mnemo.distill.extract.states_something`): the classifier adds
-  what people write without cue words; on our own lines it is not sure enough of "From now on
-  we deploy the shop on Tuesdays" to stand alone (docs/benchmarks.md);
-- a **drafted note**: is it worth keeping, or a chore or work log ("Upgraded axios to 1.7.2", "CI
-  is green")? A draft that is not is stored as episodes only (:mod:`mnemo.distill.judge`).
+A **person's line**: does it state a decision, a rule, a preference, a fact about the project, a
+rename, a correction, a refusal and its reason — or only this session's work ("run the tests", "ok
+push it", "bump axios")? A stretch is extracted when a person's line is durable by it, or by the
+cue words, or asks (:func:`mnemo.distill.extract.states_something`): the classifier adds what
+people write without cue words; on our own lines it is not sure enough of "From now on we deploy
+the shop on Tuesdays" to stand alone (docs/benchmarks.md).
+
+It was fitted on **drafted notes** too (the ``note`` kind and threshold), to keep a small model's
+chores and work logs ("Upgraded axios to 1.7.2") as episodes only; on our own scenarios that veto
+dropped right memories ("Never edit the changelog by hand", the Thursday deploys), so the writer
+does not use it (docs/benchmarks.md, "The writer on data it was not tuned on").
 
 Weights are per embedder (``weights/durable/<model id>.json``): a vector is only meaningful to
 the model that made it. With no weights for the configured embedder, the cue-word rule of

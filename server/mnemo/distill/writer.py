@@ -216,11 +216,7 @@ class Distiller:
             # Candidates too: an equivalent one folds into it and counts as seen again.
             candidates = [m for m in found if m is not None and _is_open(m)]
             source = transcript([by_id[s] for s in draft.memory.sources])
-            chore = self._chore(draft)
-            if chore is not None:
-                verdict = chore
-            else:
-                verdict = judge(draft.memory, candidates, source, self._decisions, self._embedder)
+            verdict = judge(draft.memory, candidates, source, self._decisions, self._embedder)
             result.demoted += draft.demoted
             log.append(judge_log_row(batch.id, seq, batch.session, batch.namespace, memory.id, verdict, now))
             if verdict.action is Action.EPISODES_ONLY:
@@ -271,19 +267,6 @@ class Distiller:
             self._finish(batch, "done", memories=len(result.added))
             self._index(rows, vectors)
         return result
-
-    def _chore(self, draft: Draft) -> Judgement | None:
-        """A small model's draft that the durable-line classifier reads as a chore or a work log
-        ("Upgraded axios to 1.7.2", "CI is green"): episodes only, for no model call. None when
-        it is durable, or there is no classifier."""
-        if self._durability is None:
-            return None
-        (p,) = self._durability.probabilities([draft.memory.what], "note")
-        if p >= self._durability.weights.thresholds["note"]:
-            return None
-        return Judgement(
-            Action.EPISODES_ONLY, draft.memory, reason=f"a chore or work log (P durable {p:.2f})"
-        )
 
     def _unmoved(self, rows: list[Memory]) -> list[Memory]:
         """``rows`` without the new versions of memories that changed while the batch was judged
