@@ -18,8 +18,8 @@ the shop on Tuesdays" to stand alone (docs/benchmarks.md).
 
 It was fitted on **drafted notes** too (the ``note`` kind and threshold), to keep a small model's
 chores and work logs ("Upgraded axios to 1.7.2") as episodes only; on our own scenarios that veto
-dropped right memories ("Never edit the changelog by hand", the Thursday deploys), so the writer
-does not use it (docs/benchmarks.md, "The writer on data it was not tuned on").
+dropped right memories (the Thursday deploys, the release procedure), so the writer does not use
+it (docs/benchmarks.md, "The writer on data it was not tuned on").
 
 Weights are per embedder (``weights/durable/<model id>.json``): a vector is only meaningful to
 the model that made it. With no weights for the configured embedder, the cue-word rule of
