@@ -192,6 +192,26 @@ def steps_temperature(logits: npt.NDArray[np.float64], labels: npt.NDArray[np.in
     return 1.0 / float(slope)
 
 
+def fit_steps_held_out(
+    x: npt.NDArray[np.float64], labels: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64], float]:
+    """The combination fitted on all rows, its weights and biases divided by one temperature; each
+    row's logits from the 5 folds that did not see it, divided by the same temperature; and the
+    temperature. The L2 penalty leaves the combination less sure than it is right on pairs it was
+    not fitted on: the temperature, fitted on the held-out logits, corrects that (the 0.6 rule
+    reads these probabilities as they are)."""
+    order = np.random.RandomState(0).permutation(len(labels))
+    held_out = np.zeros((len(labels), len(QUESTIONS["relation"].options)))
+    folds = np.array_split(order, 5)
+    for i, test in enumerate(folds):
+        train = np.concatenate([f for j, f in enumerate(folds) if j != i])
+        w, b = fit_steps(x[train], labels[train])
+        held_out[test] = x[test] @ w + b
+    temperature = steps_temperature(held_out, labels)
+    w, b = fit_steps(x, labels)
+    return w / temperature, b / temperature, held_out / temperature, temperature
+
+
 def steps_main(path: Path, family: str, fitted_on: str) -> None:
     from mnemo.distill.relation import FEATURES
 
@@ -202,20 +222,9 @@ def steps_main(path: Path, family: str, fitted_on: str) -> None:
         labels = np.array([options.index(r["label"]) for r in rows], dtype=np.int64)
     except (KeyError, ValueError, TypeError) as exc:
         raise SystemExit(f"{path}: not step features ({exc!r})") from None
-    order = np.random.RandomState(0).permutation(len(rows))
-    folds = np.array_split(order, 5)
-    held_out = np.zeros((len(rows), len(options)))  # each pair's logits from the folds without it
-    for i, test in enumerate(folds):
-        train = np.concatenate([f for j, f in enumerate(folds) if j != i])
-        w, b = fit_steps(x[train], labels[train])
-        held_out[test] = x[test] @ w + b
-    # The L2 penalty leaves the combination less sure than it is right on pairs it was not fitted
-    # on: one temperature, fitted on the held-out logits, corrects that (the 0.6 rule reads
-    # these probabilities as they are).
-    temperature = steps_temperature(held_out, labels)
-    before, after = scores(_softmax(held_out), labels), scores(_softmax(held_out / temperature), labels)
-    w, b = fit_steps(x, labels)
-    w, b = w / temperature, b / temperature
+    w, b, held_out, temperature = fit_steps_held_out(x, labels)
+    before = scores(_softmax(held_out * temperature), labels)
+    after = scores(_softmax(held_out), labels)
     fitted = scores(_softmax(x @ w + b), labels)
     print(
         f"relation in steps: {len(rows)} pairs; 5-fold accuracy {before.accuracy:.3f}, "

@@ -37,7 +37,7 @@ from eval_pairs import (
     pair_metrics,
     print_pair_metrics,
 )
-from fit_calibration import _softmax, fit_steps, steps_temperature
+from fit_calibration import _softmax, fit_steps_held_out
 from mnemo.distill.decide import Decision
 from mnemo.distill.judge import THRESHOLD, Action, Comparison, act, bars_same, guard_between, statement
 from mnemo.distill.relation import FEATURES, text_features
@@ -53,20 +53,6 @@ def features_now(pair: Pair, asked: dict[str, float]) -> dict[str, float]:
     existing = statement(old.what, old.why, old.how)
     said = statement(new.what, new.why, new.how)
     return {k: asked[k] for k in ASKED} | text_features(existing, said, guard_between(old, new))
-
-
-def fit(x: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Weights and biases fitted on all rows (divided by the temperature fitted on 5-fold held-out
-    logits), and each row's held-out logits."""
-    order = np.random.RandomState(0).permutation(len(labels))
-    held_out = np.zeros((len(labels), len(LABELS)))
-    for fold in np.array_split(order, 5):
-        train = np.setdiff1d(order, fold)
-        w, b = fit_steps(x[train], labels[train])
-        held_out[fold] = x[fold] @ w + b
-    temperature = steps_temperature(held_out, labels)
-    w, b = fit_steps(x, labels)
-    return w / temperature, b / temperature, held_out / temperature
 
 
 def result(pair: Pair, probabilities: dict[str, float]) -> PairResult:
@@ -114,7 +100,7 @@ def main() -> int:
     if fitted:
         x = np.array([[features_now(p, asked[p.id])[f] for f in FEATURES] for p in fitted])
         labels = np.array([LABELS.index(p.label) for p in fitted])
-        w, b, held_out = fit(x, labels)
+        w, b, held_out, _ = fit_steps_held_out(x, labels)
         probabilities = _softmax(held_out)
         held = {
             p.id: dict(zip(LABELS, map(float, row), strict=True))
