@@ -23,7 +23,7 @@ it (docs/benchmarks.md, "The writer on data it was not tuned on").
 
 Weights are per embedder (``weights/durable/<model id>.json``): a vector is only meaningful to
 the model that made it. With no weights for the configured embedder, the cue-word rule of
-:mod:`mnemo.distill.extract` stands in, and `mnemo status` says so.
+:mod:`mnemo.distill.said` stands alone, and `mnemo status` says so.
 """
 
 from __future__ import annotations
