@@ -161,6 +161,8 @@ class ScenarioRun:
             memory = detail["memory"]
             why = f"  why: {memory['why']}" if memory.get("why") else ""
             print(f"   → {entry.action:<13} {memory['type']:<10} {memory['what']}{why}")
+            cited = ", ".join(s.rsplit(".", 1)[-1] for s in memory.get("sources", []))
+            print(f"     cites turns {cited}")
             print(f"     {entry.reason}")
             about = ", ".join(
                 f"{q} {d['probabilities'].get('yes', 0):.2f}" for q, d in detail["about_new"].items()
@@ -169,7 +171,8 @@ class ScenarioRun:
             for c in detail["comparisons"]:
                 p = ", ".join(f"{k} {v:.2f}" for k, v in c["relation"]["probabilities"].items())
                 guard = f"; guard: {'; '.join(c['guard'])}" if c["guard"] else ""
-                print(f"     vs {c['existing_text'][:60]!r}: {p}{guard}")
+                apart = "; too far apart to close" if c.get("apart") else ""
+                print(f"     vs {c['existing_text'][:60]!r}: {p}{guard}{apart}")
         for error in row["failed"]:
             print(f"   batch failed: {error}")
 
@@ -178,35 +181,37 @@ class ScenarioRun:
 
     def check(
         self, scenario: dict[str, Any], check: dict[str, Any], memories: Sequence[Memory]
-    ) -> tuple[bool, str]:
-        """Whether a check holds over the scenario's ``memories``, and what was found."""
+    ) -> tuple[bool, str, bool]:
+        """Whether a check holds over the scenario's ``memories``, what was found, and — for a
+        ``not_decision`` or ``no_memory_from`` that fails — whether every memory it found waits
+        for a person (none is active: none reaches recall or the hooks)."""
         namespace = scenario.get("namespace", "workspace:eval")
         now = START + timedelta(days=scenario.get("at_day", max(s["day"] for s in scenario["sessions"]) + 1))
         opened = [m for m in memories if m.status in OPEN]
         if "recall" in check:
-            found = self.engine.search_memories(
+            hits = self.engine.search_memories(
                 self.engine.understand(check["recall"], now),
                 namespaces=[namespace],
                 types=None,
                 force_history=False,
                 limit=3,
             )
-            top = self.engine.memory(found[0].owner) if found else None
+            top = self.engine.memory(hits[0].owner) if hits else None
             if top is None:
-                return False, "recall found no memory"
+                return False, "recall found no memory", False
             status = "active" if top.status is MemoryStatus.ACTIVE else top.status.value
             ok = _matches(top, check["top"]) and status == check.get("status", "active")
-            return ok, f"top: {status} {top.what!r}"
+            return ok, f"top: {status} {top.what!r}", False
         if "closed" in check:
             closed = [m for m in memories if m.status is MemoryStatus.CLOSED and _matches(m, check["closed"])]
-            return bool(closed), f"closed: {[m.what for m in closed][:2]}"
+            return bool(closed), f"closed: {[m.what for m in closed][:2]}", False
         if "type" in check:
             found = [m for m in opened if _matches(m, check["of"])]
             ok = any(m.type.value == check["type"] for m in found)
-            return ok, f"found: {[(m.type.value, m.what) for m in found][:3]}"
+            return ok, f"found: {[(m.type.value, m.what) for m in found][:3]}", False
         if "none" in check:
             found = [m for m in memories if m.status is MemoryStatus.ACTIVE and _matches(m, check["none"])]
-            return not found, f"active: {[m.what for m in found][:2]}"
+            return not found, f"active: {[m.what for m in found][:2]}", False
         if "not_decision" in check:
             unless = check.get("unless", "")
             found = [
@@ -216,10 +221,14 @@ class ScenarioRun:
                 and _matches(m, check["not_decision"])
                 and not (unless and _matches(m, [unless]))
             ]
-            return not found, f"decisions: {[m.what for m in found][:2]}"
+            return not found, f"decisions: {[m.what for m in found][:2]}", _waiting(found)
         sessions = {f"{_prefix(scenario)}.{s}." for s in check["no_memory_from"]}
         found = [m for m in opened if any(src.startswith(tuple(sessions)) for src in m.sources)]
-        return not found, f"memories: {[m.what for m in found][:3]}"
+        return not found, f"memories: {[m.what for m in found][:3]}", _waiting(found)
+
+
+def _waiting(found: Sequence[Memory]) -> bool:
+    return bool(found) and all(m.status is MemoryStatus.CANDIDATE for m in found)
 
 
 def run_scenarios(
@@ -242,11 +251,19 @@ def run_scenarios(
         memories = run.memories(scenario.get("namespace", "workspace:eval"))
         stored += [_stored(scenario, m) for m in memories]
         for check in scenario.get("checks", []):
-            ok, found = run.check(scenario, check, memories)
+            ok, found, waiting = run.check(scenario, check, memories)
             label = check.get("label") or json.dumps(
                 {k: v for k, v in check.items() if k != "label"}, ensure_ascii=False
             )
-            checks.append({"scenario": scenario["name"], "label": label, "ok": ok, "found": found})
+            checks.append(
+                {
+                    "scenario": scenario["name"],
+                    "label": label,
+                    "ok": ok,
+                    "found": found,
+                    "waiting_only": waiting,
+                }
+            )
         # The rule the writer must keep whatever the model says: a decision cites a person's line.
         unbacked = [m.what for m in memories if m.type.value == "decision" and not m.has_human_backing]
         checks.append(
@@ -255,6 +272,7 @@ def run_scenarios(
                 "label": "decisions only where a person's line backs them",
                 "ok": not unbacked,
                 "found": str(unbacked[:2]),
+                "waiting_only": False,
             }
         )
     return {
@@ -262,6 +280,7 @@ def run_scenarios(
         "checks": checks,
         "memories": stored,
         "passed": sum(c["ok"] for c in checks),
+        "failed_waiting_only": sum(c["waiting_only"] for c in checks),
         "total": len(checks),
     }
 
@@ -284,12 +303,18 @@ def _stored(scenario: dict[str, Any], memory: Memory) -> dict[str, Any]:
 
 def print_scenario_results(result: dict[str, Any]) -> None:
     print(f"\n== scenarios: {result['passed']}/{result['total']} checks pass")
+    if result["failed_waiting_only"]:
+        print(
+            f"   ({result['failed_waiting_only']} of the failures found only memories waiting for a person:"
+            " none of them active)"
+        )
     current = None
     for check in result["checks"]:
         if check["scenario"] != current:
             current = check["scenario"]
             print(f"\n{current}")
-        print(f"  [{'ok' if check['ok'] else 'FAILED'}] {check['label']}  ({check['found']})")
+        mark = "ok" if check["ok"] else "FAILED, waiting only" if check["waiting_only"] else "FAILED"
+        print(f"  [{mark}] {check['label']}  ({check['found']})")
     print(f"\n{'session':<28}{'turns':>6}{'seconds':>9}{'tokens':>9}  added closed merged episodes-only")
     for row in result["sessions"]:
         print(

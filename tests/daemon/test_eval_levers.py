@@ -1,20 +1,26 @@
 """The tools that weigh the writer's levers without a model: tools/replay_judge.py replays the judge
-from collected step answers (refitting the combination, scoring through today's rules), and
-tools/fit_durable.py fits the durable-line classifier on the real fallback embedder. Their plumbing
-and the files they write; the figures on real data are in docs/benchmarks.md."""
+from collected step answers (refitting the combination, scoring through today's rules),
+tools/fit_durable.py fits the durable-line classifier on the real fallback embedder, and
+tools/llm_cache.py answers an evaluation's repeated requests from the model's earlier answers.
+Their plumbing and the files they write; the figures on real data are in docs/benchmarks.md."""
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 from mnemo.distill.durable import DurableWeights
 from mnemo.distill.weights import StepWeights
 from mnemo.embed.fallback import FALLBACK_ID
 from tests.helpers import REPO
+from tests.llm_server import LLMServer
 
 ANSWERS = {  # what the model answered to the steps, by label: far apart, so a fit separates them
     "same": {"about": 4, "same": 4, "changed": -4, "wrong": -4, "word_same": -0.1},
@@ -138,3 +144,54 @@ def test_every_labelled_set_we_keep_loads_with_the_tools_that_read_it() -> None:
     }
     expected |= {p.name for p in data.glob("durable_lines_*.jsonl")}
     assert set(counts) == expected and all(int(n) > 0 for n in counts.values())
+
+
+def _post(url: str, body: dict[str, object]) -> tuple[int, dict[str, object]]:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST"
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, {}
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_the_answer_cache_answers_a_request_asked_before_without_the_model(
+    tmp_path: Path, llm_server: LLMServer
+) -> None:
+    """tools/llm_cache.py in front of the scripted model server: a request asked again is answered
+    from the cache, a new one and a failed one reach the model, a failure is not kept."""
+    llm_server.answer(contains="deploy", text="Tuesdays")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proxy = subprocess.Popen(
+        [sys.executable, "tools/llm_cache.py", "--upstream", llm_server.url.removesuffix("/v1"),
+         "--port", str(port), "--db", str(tmp_path / "answers.sqlite")],
+        cwd=REPO, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{port}/v1/chat/completions"
+        deadline = time.monotonic() + 30
+        while not _listening(port):
+            assert time.monotonic() < deadline and proxy.poll() is None, "llm_cache did not start"
+            time.sleep(0.05)
+        ask = {"model": "m", "temperature": 0, "messages": [{"role": "user", "content": "deploy day?"}]}
+        llm_server.fail_next(1)
+        assert _post(url, ask)[0] == 500  # the model's failure passes through, and is not kept
+        status, first = _post(url, ask)
+        assert status == 200 and len(llm_server.requests) == 2
+        status, again = _post(url, ask)
+        assert status == 200 and again == first and len(llm_server.requests) == 2  # from the cache
+        other = ask | {"messages": [{"role": "user", "content": "deploy time?"}]}
+        assert _post(url, other)[0] == 200 and len(llm_server.requests) == 3
+    finally:
+        proxy.terminate()
+        _, err = proxy.communicate(timeout=30)
+    assert "1 hits, 3 misses" in err

@@ -137,6 +137,9 @@ def test_a_draft_states_the_refused_option_unless_it_records_the_refusal_or_the_
     assert not states_refused("The events do not move to MongoDB", ["p"], by_id)
     assert not states_refused("Use MongoDB for the events", ["a", "p", "q"], by_id)  # a line accepts
     assert not states_refused("Use MongoDB for the events", ["a"], by_id)  # no person's line
+    # The how quotes the assistant's promise; the what is still the refused option.
+    assert states_refused("Use MongoDB for the events", ["p"], by_id, how="I won't touch the schema")
+    assert not states_refused("Use MongoDB for the events", ["p"], by_id, how="keep Postgres: backups")
 
 
 def _settings(home: Home, server: LLMServer, model: str = SMALL) -> Settings:

@@ -349,7 +349,7 @@ def _draft(memory: ExtractedMemory, by_id: dict[str, Episode], shown: frozenset[
     human_backed = any(by_id[s].role == Role.USER for s in memory.sources)
     # A person's question ("what could we cache them with?") asks for a decision; it backs none.
     decided = any(by_id[s].role == Role.USER and not is_question(by_id[s].text) for s in memory.sources)
-    refused = states_refused(" ".join((memory.what, memory.how)), memory.sources, by_id)
+    refused = states_refused(memory.what, memory.sources, by_id, how=memory.how)
     if memory.type == MemoryType.DECISION and not decided:
         memory = memory.model_copy(update={"type": MemoryType.FACT})
         return Draft(memory, human_backed, demoted=True, refused=refused)

@@ -12,7 +12,11 @@ conversation? does the source back its why? Then, in this order:
 3. candidates judged *updates* or *contradicts*, with P(updates) + P(contradicts) ≥ 0.6 (either
    way the old one stops being current) → **close**: the new memory is stored
    and each of them is closed (``closed_by`` the new one, ``valid_to`` its start); the guard
-   does not stop this — a changed number is exactly what an update looks like;
+   does not stop this — a changed number is exactly what an update looks like. A candidate
+   **too far apart** from the new memory is never closed by it (:func:`far_apart`: their
+   embeddings' cosine under the embedder's floor, no value in common, few words of their *what*
+   in common): a small model answers "updates" for "Commit changes to the project" against "the
+   payout cap is now 2500", and the closed memory would vanish from recall;
 4. otherwise → **add**: the new memory is stored and nothing else changes; a probability below
    0.6 changes nothing ("in doubt, both are kept").
 
@@ -41,13 +45,18 @@ import numpy as np
 from mnemo.distill.cues import words_change, words_correction
 from mnemo.distill.decide import DURABLE, RELATION, USEFUL, WHY_BACKED, Decision, DecisionModel
 from mnemo.distill.extract import ExtractedMemory
-from mnemo.distill.guard import GuardVerdict, compare
+from mnemo.distill.guard import GuardVerdict, compare, overlap
+from mnemo.distill.readings import facts
 from mnemo.distill.relation import ask_in_steps
 from mnemo.embed import Embedder
 from mnemo.memories import Memory
 from mnemo.store.distill import JudgeLogRow
 
 THRESHOLD = 0.6
+# The cosine of two statements' embeddings under which they share no subject, per embedder:
+# chosen on labelled pairs and our own and the fit scenarios (docs/benchmarks.md, "The writer on
+# data it was not tuned on"). An embedder without one closes by the relation alone.
+APART_COSINE = {"use-multilingual-v3": 0.3}
 CLOSING = frozenset({"updates", "contradicts"})
 MAX_CANDIDATES = 8
 SOURCE_CHARS = 1_500
@@ -69,6 +78,7 @@ class Comparison:
     guard: GuardVerdict
     features: dict[str, float] | None = None  # what a relation asked in steps was combined from
     barred: tuple[str, ...] = ()  # why the two can never be one memory (the guard's reasons among them)
+    apart: bool = False  # too far apart for the new memory to close this one (far_apart)
 
     @property
     def closing(self) -> float:
@@ -160,7 +170,7 @@ def act(comparisons: Sequence[Comparison]) -> tuple[Action, str | None, tuple[st
     if same:
         target = max(same, key=lambda c: c.verdict[1])
         return Action.MERGE, target.existing, (), f"the same as {target.existing} (p {target.verdict[1]:.2f})"
-    closing = [c for c in comparisons if c.verdict[0] in CLOSING and c.closing >= THRESHOLD]
+    closing = [c for c in comparisons if c.verdict[0] in CLOSING and c.closing >= THRESHOLD and not c.apart]
     if closing:
         named = ", ".join(f"{c.verdict[0]} {c.existing} (p {c.verdict[1]:.2f})" for c in closing)
         named += f"; closing p {max(c.closing for c in closing):.2f}"
@@ -208,12 +218,34 @@ def relate(
     existing_text = statement(existing.what or existing.content, existing.why, existing.how)
     guard = guard_between(existing, new)
     barred = bars_same(existing, new, guard)
+    apart = far_apart(existing.what or existing.content, new.what, embedder)
     weights = decisions.steps
     if weights is not None:
         decision, values = ask_in_steps(decisions, existing_text, new_text, weights, embedder, guard)
-        return Comparison(existing.id, existing_text, decision, guard, values, barred)
+        return Comparison(existing.id, existing_text, decision, guard, values, barred, apart)
     pair = f"EXISTING memory: {existing_text}\nNEW memory: {new_text}"
-    return Comparison(existing.id, existing_text, decisions.ask(RELATION, pair), guard, barred=barred)
+    return Comparison(
+        existing.id, existing_text, decisions.ask(RELATION, pair), guard, barred=barred, apart=apart
+    )
+
+
+def far_apart(existing_what: str, new_what: str, embedder: Embedder | None) -> bool:
+    """Whether two memories are too far apart for one to close the other, by what each states
+    (the why and how a small model writes blend in the session's other work): the cosine of their
+    embeddings under the embedder's floor (:data:`APART_COSINE`), less than half of the shorter
+    one's words shared, and no value or identifier in common (numbers without a unit aside: "3
+    PRs" and "2000 transfers" share no subject). False when the embedder has no floor."""
+    floor = None if embedder is None else APART_COSINE.get(embedder.model_id)
+    if embedder is None or floor is None:
+        return False
+    if overlap(existing_what, new_what) >= 0.5 or _values(existing_what) & _values(new_what):
+        return False
+    vectors = embedder.embed_documents([existing_what, new_what])
+    return float(vectors[0] @ vectors[1]) < floor
+
+
+def _values(text: str) -> set[str]:
+    return {v for found in facts(text).values() for v in found if not v.startswith("number:")}
 
 
 def source_fragments(source: str, memory: str, embedder: Embedder | None, limit: int = SOURCE_CHARS) -> str:
@@ -278,6 +310,8 @@ def judge_log_row(
                 "existing_text": c.existing_text,
                 "relation": shown(c.relation),
                 "guard": list(c.guard.reasons),
+                **({"barred": list(c.barred)} if c.barred else {}),
+                **({"apart": True} if c.apart else {}),
                 **({"steps": {k: round(v, 4) for k, v in c.features.items()}} if c.features else {}),
             }
             for c in verdict.comparisons

@@ -34,16 +34,19 @@ def refuses(text: str) -> bool:
     return _REFUSAL.match(text) is not None
 
 
-def states_refused(draft: str, sources: Sequence[str], by_id: Mapping[str, Episode]) -> bool:
-    """Whether ``draft`` (a memory's what and how), citing ``sources`` among the stretch's
+def states_refused(
+    what: str, sources: Sequence[str], by_id: Mapping[str, Episode], *, how: str = ""
+) -> bool:
+    """Whether a draft (its ``what`` and ``how``), citing ``sources`` among the stretch's
     episodes ``by_id`` (in their order), states an option the person refused: every person's
-    line it cites refuses, and it has no negation and none of the words the person added to
-    the line they answered."""
+    line it cites refuses, its what has no negation (a how that quotes the assistant's "I won't
+    touch the transport" does not make "Drop the SFTP upload" a refusal), and neither has any
+    of the words the person added to the line they answered."""
     order = list(by_id)
     cited = [by_id[s] for s in dict.fromkeys(sources) if by_id[s].role == Role.USER]
-    if not cited or not all(refuses(strip_injected(e.text)) for e in cited) or has_negation(draft):
+    if not cited or not all(refuses(strip_injected(e.text)) for e in cited) or has_negation(what):
         return False
-    said = words(draft)
+    said = words(f"{what} {how}")
     for line in cited:
         at = order.index(line.id)
         answered = strip_injected(by_id[order[at - 1]].text) if at > 0 else ""
