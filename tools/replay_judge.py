@@ -3,9 +3,10 @@
 ``tools/eval_writer.py --collect-steps`` writes, per labelled pair, what the model answered to
 the relation's steps (and the texts' cosine). Everything else the judge acts on is computed here
 by the code as it is now: the text features (the guard's findings, the cues, the shared words),
-what bars *same* (:func:`mnemo.distill.judge.bars_same`), the 0.6 rule
-(:func:`mnemo.distill.judge.act`). So a change to the rules, the features or the weights is scored
-on thousands of pairs in seconds, on the same model answers.
+what bars *same* (:func:`mnemo.distill.judge.bars_same`), what is too far apart to close
+(:func:`mnemo.distill.judge.far_apart`, with the fallback embedder; ``--no-embedder`` leaves it
+out), the 0.6 rule (:func:`mnemo.distill.judge.act`). So a change to the rules, the features or
+the weights is scored on thousands of pairs in seconds, on the same model answers.
 
     python tools/replay_judge.py --steps steps.jsonl --pairs fit.jsonl --pairs test.jsonl \\
         --fit fit.jsonl --score test.jsonl [--weights-out w.json --family REGEX --fitted-on TEXT]
@@ -38,10 +39,21 @@ from eval_pairs import (
     print_pair_metrics,
 )
 from fit_calibration import _softmax, fit_steps_held_out
+from mnemo.config import Settings
 from mnemo.distill.decide import Decision
-from mnemo.distill.judge import THRESHOLD, Action, Comparison, act, bars_same, guard_between, statement
+from mnemo.distill.judge import (
+    THRESHOLD,
+    Action,
+    Comparison,
+    act,
+    bars_same,
+    far_apart,
+    guard_between,
+    statement,
+)
 from mnemo.distill.relation import FEATURES, text_features
 from mnemo.distill.weights import StepWeights, weights_for
+from mnemo.embed import Embedder, load_embedder
 
 ASKED = ("about", "same", "changed", "wrong", "word_same", "word_updates", "word_contradicts",
          "word_unrelated", "cosine")  # fmt: skip
@@ -55,13 +67,15 @@ def features_now(pair: Pair, asked: dict[str, float]) -> dict[str, float]:
     return {k: asked[k] for k in ASKED} | text_features(existing, said, guard_between(old, new))
 
 
-def result(pair: Pair, probabilities: dict[str, float]) -> PairResult:
+def result(pair: Pair, probabilities: dict[str, float], embedder: Embedder | None) -> PairResult:
     """The judge's verdict on one pair from the combination's probabilities."""
     old, new = _old_memory(pair), _new_memory(pair)
     guard = guard_between(old, new)
     answered = max(probabilities, key=lambda o: probabilities[o])
     decision = Decision("relation", probabilities, probabilities, answered, "steps", True)
-    comparison = Comparison(old.id, old.what, decision, guard, None, bars_same(old, new, guard))
+    barred = bars_same(old, new, guard)
+    apart = far_apart(old.what, new.what, embedder)
+    comparison = Comparison(old.id, old.what, decision, guard, None, barred, apart)
     action, *_ = act([comparison])
     relation, p = comparison.verdict
     held = action is Action.ADD and relation != "unrelated" and p < THRESHOLD
@@ -84,6 +98,9 @@ def main() -> int:
     parser.add_argument("--family", default="", help="with --weights-out: the model names (a regex)")
     parser.add_argument("--fitted-on", default="", help="with --weights-out: what they were fitted on")
     parser.add_argument("--json", action="store_true", help="print one JSON object per scored file")
+    parser.add_argument(
+        "--no-embedder", action="store_true", help="judge without the fallback embedder (no far-apart rule)"
+    )
     args = parser.parse_args()
     asked: dict[str, dict[str, float]] = {}
     for path in args.steps:
@@ -120,6 +137,7 @@ def main() -> int:
         if shipped is None:
             raise SystemExit(f"no shipped weights for {args.model!r}; give --fit")
         weights = shipped
+    embedder = None if args.no_embedder else load_embedder(Settings())
     for path in args.score:
         results = []
         for pair in files[path]:
@@ -129,7 +147,7 @@ def main() -> int:
                 x1 = np.array([values[f] for f in weights.features])
                 logits = np.array([np.dot(weights.weights[o], x1) + weights.bias[o] for o in LABELS])
                 found = dict(zip(LABELS, map(float, _softmax(logits[None, :])[0]), strict=True))
-            results.append(result(pair, found))
+            results.append(result(pair, found, embedder))
         metrics = pair_metrics(results)
         if args.json:
             print(json.dumps({"file": str(path), **metrics}))
