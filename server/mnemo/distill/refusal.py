@@ -34,9 +34,7 @@ def refuses(text: str) -> bool:
     return _REFUSAL.match(text) is not None
 
 
-def states_refused(
-    what: str, sources: Sequence[str], by_id: Mapping[str, Episode], *, how: str = ""
-) -> bool:
+def states_refused(what: str, sources: Sequence[str], by_id: Mapping[str, Episode], *, how: str = "") -> bool:
     """Whether a draft (its ``what`` and ``how``), citing ``sources`` among the stretch's
     episodes ``by_id`` (in their order), states an option the person refused: every person's
     line it cites refuses, its what has no negation (a how that quotes the assistant's "I won't
