@@ -16,12 +16,12 @@ cue words, or asks (:func:`mnemo.distill.extract.states_something`): the classif
 people write without cue words; on our own lines it is not sure enough of "From now on we deploy
 the shop on Tuesdays" to stand alone (docs/benchmarks.md).
 
-It was fitted on **drafted notes** too (the ``note`` kind and threshold). As a veto on every draft
-(a small model's chores and work logs, "Upgraded axios to 1.7.2", kept as episodes only) it
-dropped right memories a person had stated on our own scenarios (the Thursday deploys, the
-release procedure); the writer reads a draft as a note only when it is near no sentence of the
-person's, and then makes it wait for a person rather than drop it (:mod:`mnemo.distill.passing`;
-docs/benchmarks.md, "The writer on data it was not tuned on").
+It was fitted on **drafted notes** too (the ``note`` kind and threshold), to keep a small model's
+chores and work logs ("Upgraded axios to 1.7.2") as episodes only; on our own scenarios that veto
+dropped right memories (the Thursday deploys, the release procedure), so the writer does not use
+it; nor, on blind scenarios, did a draft resting on a person's command (the sentence it is
+nearest not durable) generalise as a reason to wait for a person (docs/benchmarks.md, "The
+writer on data it was not tuned on").
 
 Weights are per embedder (``weights/durable/<model id>.json``): a vector is only meaningful to
 the model that made it. With no weights for the configured embedder, the cue-word rule of

@@ -9,9 +9,7 @@ A memory the writer extracts is born a candidate or active, by the approval poli
     output must never become a procedure by itself);
   - decisions, postmortems and procedures that no line the person wrote backs;
   - whatever states an option the person refused: every person's line it cites refuses it
-    ("no, keep Postgres…" cited by "Store the events in MongoDB"; :mod:`mnemo.distill.refusal`);
-  - a small model's draft that says most of a person's sentence that does not last, a command
-    ("ok commit." cited by "Commit changes to the project"; :mod:`mnemo.distill.passing`).
+    ("no, keep Postgres…" cited by "Store the events in MongoDB"; :mod:`mnemo.distill.refusal`).
 - ``review``: every extracted memory waits for a person, unless auto-approval is switched on
   (``auto_approve_min_seen`` > 0): a candidate seen that many times (equivalent candidates fold
   into one and count) with the judge's confidence at least ``auto_approve_min_confidence``.
@@ -65,13 +63,10 @@ class Approval:
             settings.approval_policy, settings.auto_approve_min_seen, settings.auto_approve_min_confidence
         )
 
-    def status(
-        self, memory: Memory, *, tool_only: bool, refused: bool = False, passing: bool = False
-    ) -> tuple[MemoryStatus, str]:
+    def status(self, memory: Memory, *, tool_only: bool, refused: bool = False) -> tuple[MemoryStatus, str]:
         """Active or candidate for a memory the writer is about to store (or has just seen
         again), and why (the memory's ``status_reason``). ``refused``: it states an option the
-        person's lines it cites refused (:mod:`mnemo.distill.refusal`); ``passing``: it rests on
-        a person's command, not on what they said lasts (:mod:`mnemo.distill.passing`)."""
+        person's lines it cites refused (:mod:`mnemo.distill.refusal`)."""
         if tool_only:
             return (
                 MemoryStatus.CANDIDATE,
@@ -79,8 +74,6 @@ class Approval:
             )
         if refused:
             return MemoryStatus.CANDIDATE, "waits for a person: the person's lines it cites refuse it"
-        if passing:
-            return MemoryStatus.CANDIDATE, "waits for a person: it rests on a command, this session's work"
         if self.policy == "review":
             return self._auto_approved(memory) or (
                 MemoryStatus.CANDIDATE,

@@ -50,7 +50,6 @@ from mnemo.distill.extract import (
 from mnemo.distill.judge import THRESHOLD, Action, Judgement, judge, judge_log_row
 from mnemo.distill.lease import LeaseLostError, WriterLease
 from mnemo.distill.llm import LLM
-from mnemo.distill.passing import rests_on_passing
 from mnemo.distill.policy import Approval, is_tool_only
 from mnemo.embed import Embedder
 from mnemo.episodes import Episode, Role
@@ -235,7 +234,6 @@ class Distiller:
                 memory,
                 tool_only=is_tool_only(by_id[s].role for s in memory.sources),
                 refused=draft.refused,
-                passing=self._rests_on_passing(draft, by_id),
             )
             memory = memory.model_copy(update={"status": status, "status_reason": why})
             pending[memory.id] = memory
@@ -269,13 +267,6 @@ class Distiller:
             self._finish(batch, "done", memories=len(result.added))
             self._index(rows, vectors)
         return result
-
-    def _rests_on_passing(self, draft: Draft, by_id: dict[str, Episode]) -> bool:
-        """A small model's rail: the draft says a person's command (:mod:`mnemo.distill.passing`)."""
-        if self._decisions.steps is None or self._durability is None:
-            return False
-        memory = draft.memory
-        return rests_on_passing(memory.what, memory.how, memory.sources, by_id, self._durability)
 
     def _unmoved(self, rows: list[Memory]) -> list[Memory]:
         """``rows`` without the new versions of memories that changed while the batch was judged
