@@ -26,18 +26,12 @@ _LASTING = re.compile(
 )
 
 
-def uses_lasting_words(text: str) -> bool:
-    """Words that state something lasting ("from now on", "never", "because", "siempre"), values
-    left aside."""
-    return _LASTING.search(text) is not None
-
-
 def states_lasting(text: str, *, bare_numbers: bool = False) -> bool:
     """Words that state something lasting, a version, or a quantity with its unit (or any number,
     with ``bare_numbers``)."""
     found = facts(text)
     quantities = [q for q in found["quantity"] if bare_numbers or not q.startswith("number:")]
-    return bool(uses_lasting_words(text) or found["version"] or quantities)
+    return bool(_LASTING.search(text) or found["version"] or quantities)
 
 
 def is_question(text: str) -> bool:
