@@ -106,6 +106,10 @@ def handler(upstream: str, answers: Answers, timeout: float) -> type[BaseHTTPReq
     return Proxy
 
 
+def _stop(*_: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -120,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("127.0.0.1", args.port), handler(args.upstream.rstrip("/"), answers, args.timeout)
     )
     print(f"llm_cache: http://127.0.0.1:{args.port} → {args.upstream} (cache {args.db})", file=sys.stderr)
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
+    signal.signal(signal.SIGTERM, _stop)  # a terminated proxy still prints its counts
     try:
         server.serve_forever()
     except KeyboardInterrupt:
