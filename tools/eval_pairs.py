@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from fit_calibration import scores
+from mnemo.distill.at_once import JudgementError
 from mnemo.distill.decide import RELATION, DecisionModel
 from mnemo.distill.extract import ExtractedMemory
 from mnemo.distill.judge import THRESHOLD, Action, guard_between, judge, relate, statement
@@ -186,7 +187,13 @@ def judge_pair(
     new, old = _new_memory(pair), _old_memory(pair)
     before = meter.today().tokens
     started = time.perf_counter()
-    verdict = judge(new, [old], statement(new.what, new.why, new.how), decisions, embedder)
+    try:
+        verdict = judge(new, [old], statement(new.what, new.why, new.how), decisions, embedder)
+    except JudgementError:  # a model without log-probabilities that kept answering unusably
+        even = dict.fromkeys(LABELS, 1 / len(LABELS))
+        seconds, tokens = time.perf_counter() - started, meter.today().tokens - before
+        return PairResult(pair.id, pair.lang, pair.topic, pair.label, pair.trap, "unusable", even, even, [],
+                          "failed", False, seconds, tokens)  # fmt: skip
     comparison = (
         verdict.comparisons[0] if verdict.comparisons else relate(verdict.memory, old, decisions, embedder)
     )
@@ -286,6 +293,7 @@ def pair_metrics(results: Sequence[PairResult]) -> dict[str, Any]:
         "bad_close_ids": bad_closes,
         "held_by_threshold": sum(r.held_by_threshold for r in results),
         "episodes_only": sum(r.action == "episodes_only" for r in results),
+        "unusable": sum(r.action == "failed" for r in results),
         "relation": relation,
         "action": action,
         "confusion": confusion,
@@ -316,6 +324,7 @@ def print_pair_metrics(m: dict[str, Any]) -> None:
     print(
         f"bad merges {m['bad_merges']}   bad closes {m['bad_closes']} ({m['bad_close_rate']:.1%})   "
         f"kept both by the 0.6 rule {m['held_by_threshold']}   episodes only {m['episodes_only']}"
+        + (f"   unusable answers {m['unusable']}" if m.get("unusable") else "")
     )
     print(f"AUC P(same) {m['auc_same']}   AUC P(updates or contradicts) {m['auc_closing']}")
     print(f"ECE before calibration {m['ece_before']:.3f}   after {m['ece_after']:.3f}")

@@ -17,7 +17,7 @@ from typing import Any
 
 from mnemo.config import Settings
 from mnemo.distill.decide import DecisionModel
-from mnemo.distill.llm import LLM
+from mnemo.distill.llm import ChatModel
 from mnemo.distill.meter import TokenMeter
 from mnemo.distill.writer import Distiller
 from mnemo.embed import Embedder
@@ -93,7 +93,7 @@ class ScenarioRun:
         self,
         settings: Settings,
         store: ClickHouseStore,
-        llm: LLM,
+        llm: ChatModel,
         meter: TokenMeter,
         embedder: Embedder | None,
         verbose: bool,
@@ -128,7 +128,7 @@ class ScenarioRun:
                 for turn, t in enumerate(session["turns"])
             ]
             self.store.append_episodes(episodes)
-            tokens = self.meter.today().tokens
+            tokens, calls = self.meter.today().tokens, self.meter.today().calls
             started = time.perf_counter()
             results = self.distiller.distil_session(name)
             seconds = time.perf_counter() - started
@@ -140,6 +140,7 @@ class ScenarioRun:
                 "turns": len(session["turns"]),
                 "seconds": round(seconds, 1),
                 "tokens": self.meter.today().tokens - tokens,
+                "calls": self.meter.today().calls - calls,
                 "added": sum(len(r.added) for r in results),
                 "closed": sum(len(r.closed) for r in results),
                 "merged": sum(len(r.merged) for r in results),
@@ -154,7 +155,7 @@ class ScenarioRun:
     def _show(self, scenario: str, session: str, row: dict[str, Any]) -> None:
         print(
             f"\n-- {scenario} / {session}: {row['turns']} turns, "
-            f"{row['seconds']:.1f} s, {row['tokens']:,} tokens"
+            f"{row['seconds']:.1f} s, {row['calls']} calls, {row['tokens']:,} tokens"
         )
         for entry in reversed(self.store.judge_log(50, session=session)):
             detail = json.loads(entry.detail)
@@ -235,7 +236,7 @@ def run_scenarios(
     scenarios: Sequence[dict[str, Any]],
     settings: Settings,
     store: ClickHouseStore,
-    llm: LLM,
+    llm: ChatModel,
     meter: TokenMeter,
     embedder: Embedder | None,
     *,
@@ -315,10 +316,11 @@ def print_scenario_results(result: dict[str, Any]) -> None:
             print(f"\n{current}")
         mark = "ok" if check["ok"] else "FAILED, waiting only" if check["waiting_only"] else "FAILED"
         print(f"  [{mark}] {check['label']}  ({check['found']})")
-    print(f"\n{'session':<28}{'turns':>6}{'seconds':>9}{'tokens':>9}  added closed merged episodes-only")
+    head = f"{'session':<28}{'turns':>6}{'seconds':>9}{'calls':>6}{'tokens':>9}"
+    print(f"\n{head}  added closed merged episodes-only")
     for row in result["sessions"]:
         print(
             f"  {row['scenario'] + '/' + row['session']:<26}{row['turns']:>6}"
-            f"{row['seconds']:>9.1f}{row['tokens']:>9}"
+            f"{row['seconds']:>9.1f}{row['calls']:>6}{row['tokens']:>9}"
             f"  {row['added']:>5} {row['closed']:>6} {row['merged']:>6} {row['episodes_only']:>13}"
         )

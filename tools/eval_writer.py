@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -57,9 +58,10 @@ from eval_pairs import (
 )
 from eval_scenarios import load_scenarios, print_scenario_results, run_scenarios
 from mnemo.config import Settings, load_settings
+from mnemo.distill.backends import open_model
 from mnemo.distill.decide import DecisionModel
-from mnemo.distill.llm import LLM
 from mnemo.distill.meter import TokenMeter
+from mnemo.distill.weights import calibrated_dir
 from mnemo.embed import load_embedder
 from mnemo.store import ClickHouseStore, open_store
 
@@ -82,9 +84,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--llm-url", required=True, help="an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1"
+        "--llm-url",
+        required=True,
+        help="an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1 (with a host backend: the "
+        "base URL its CLI talks to, e.g. http://127.0.0.1:8080 for claude-code, .../v1 for codex)",
     )
     parser.add_argument("--model", required=True, help="the model name the endpoint serves")
+    parser.add_argument(
+        "--backend", choices=("openai", "claude-code", "codex"), default="openai", help="setting llm_backend"
+    )
+    parser.add_argument(
+        "--host-command", default="", help="with a host backend: its CLI (setting llm_host_command)"
+    )
     parser.add_argument("--pairs", type=Path, action="append", default=[], help="labelled pairs (JSON lines)")
     parser.add_argument("--scenarios", type=Path, action="append", default=[], help="scenarios (JSON)")
     parser.add_argument("--limit", type=int, default=0, help="only the first N pairs of each file")
@@ -101,6 +112,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="write each pair's step features for fit_calibration.py --steps, and stop",
     )
     parser.add_argument("--relation-method", choices=("auto", "one", "steps"), help="setting relation_method")
+    parser.add_argument(
+        "--calibrated",
+        type=Path,
+        metavar="HOME",
+        help="judge with the weights `mnemo writer calibrate` stored under this MNEMO_HOME (its weights/)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args(argv)
@@ -112,9 +129,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         print(f"eval_writer: {exc}", file=sys.stderr)
         return 2
-    env = {
-        "MNEMO_LLM_URL": args.llm_url,
-        "MNEMO_LLM_MODEL": args.model,
+    if args.backend == "openai":
+        env = {"MNEMO_LLM_URL": args.llm_url, "MNEMO_LLM_MODEL": args.model}
+    else:
+        env = {"MNEMO_LLM_BACKEND": args.backend, "MNEMO_LLM_HOST_URL": args.llm_url}
+        env |= {"MNEMO_LLM_HOST_MODEL": args.model, "MNEMO_LLM_HOST_COMMAND": args.host_command}
+        env |= {"MNEMO_LLM_CALLS_PER_MINUTE": "0", "MNEMO_LLM_DAILY_CALL_CAP": "0"}
+    env |= {
         "MNEMO_EMBEDDER": args.embedder,
         "MNEMO_LLM_TIMEOUT_S": "600",
         "MNEMO_LLM_DAILY_TOKEN_CAP": "0",
@@ -123,13 +144,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         env["MNEMO_CALIBRATION"] = "{}"
     if args.relation_method:
         env["MNEMO_RELATION_METHOD"] = args.relation_method
-    out: dict[str, Any] = {"model": args.model}
+    out: dict[str, Any] = {"model": args.model, "backend": args.backend}
     failed: list[str] = []
     started = time.perf_counter()
     with fresh_store(env) as (settings, store):
+        if args.calibrated is not None:
+            target = calibrated_dir(settings)
+            assert target is not None
+            shutil.copytree(args.calibrated / target.name, target)
         out["calibration"] = describe_calibration(settings)
         meter = TokenMeter(store, 0)
-        llm = LLM(settings, meter)
+        llm = open_model(settings, meter)
         try:
             embedder = load_embedder(settings)
             if pairs and args.collect_steps is not None:
@@ -137,7 +162,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 0
             if pairs:
                 decisions = DecisionModel(llm, settings)
-                out["relation_method"] = "steps" if decisions.steps is not None else "one"
+                method = "steps" if decisions.steps is not None else "one"
+                out["relation_method"] = method if decisions.gives_logprobs else "at_once"
                 results: list[PairResult] = judge_pairs(
                     pairs, decisions, meter, embedder, progress=not args.json
                 )

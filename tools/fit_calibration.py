@@ -18,7 +18,8 @@ the config file (see docs/settings.md, ``calibration``).
 ``--steps FEATURES.jsonl --family REGEX --fitted-on TEXT`` fits instead the weights of the
 relation asked in steps (:mod:`mnemo.distill.relation`) from the features that
 ``tools/eval_writer.py --collect-steps`` writes, prints 5-fold cross-validated and training
-accuracy, and prints the weights file to ship in ``server/mnemo/distill/weights/``.
+accuracy, and prints the weights file to ship in ``server/mnemo/distill/weights/``. That fit is
+:mod:`mnemo.distill.fitting`'s, the one ``mnemo writer calibrate`` runs on a user's own model.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ import argparse
 import json
 import sys
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,10 +35,9 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemo.distill.decide import QUESTIONS
+from mnemo.distill.fitting import FLOOR, Arrays, descend, fit_steps_held_out, softmax
 
-FLOOR = 1e-9
 L2 = 1e-3
-STEPS = 3_000
 
 
 @dataclass(frozen=True)
@@ -54,40 +53,6 @@ class Scores:
     ece: float
 
 
-def _softmax(z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    z = z - z.max(axis=1, keepdims=True)
-    e = np.exp(z)
-    out: npt.NDArray[np.float64] = e / e.sum(axis=1, keepdims=True)
-    return out
-
-
-Arrays = tuple[npt.NDArray[np.float64], ...]
-
-
-def _descend(
-    loss: Callable[[Arrays], float],
-    gradient: Callable[[Arrays], Arrays],
-    start: Arrays,
-    project: Callable[[Arrays], Arrays] = lambda p: p,
-) -> Arrays:
-    """Gradient descent with backtracking: each step shrinks until the loss goes down, then grows;
-    ``project`` keeps the parameters where they are allowed."""
-    params, current, step = start, loss(start), 1.0
-    for _ in range(STEPS):
-        grad = gradient(params)
-        while step > 1e-8:
-            trial = project(tuple(p - step * g for p, g in zip(params, grad, strict=True)))
-            trial_loss = loss(trial)
-            if trial_loss < current:
-                params, current = trial, trial_loss
-                step *= 1.5
-                break
-            step /= 2
-        else:
-            break
-    return params
-
-
 def fit(log_p: npt.NDArray[np.float64], labels: npt.NDArray[np.int64], options: list[str]) -> Fit:
     """Inverse temperature and biases minimising the mean NLL (+ L2 on the biases)."""
     n, k = log_p.shape
@@ -96,15 +61,15 @@ def fit(log_p: npt.NDArray[np.float64], labels: npt.NDArray[np.int64], options: 
 
     def loss(params: Arrays) -> float:
         s, b = params
-        q = _softmax(s * log_p + b)
+        q = softmax(s * log_p + b)
         return float(-np.log(q[np.arange(n), labels] + FLOOR).mean() + L2 * (b**2).sum())
 
     def gradient(params: Arrays) -> Arrays:
         s, b = params
-        error = (_softmax(s * log_p + b) - onehot) / n
+        error = (softmax(s * log_p + b) - onehot) / n
         return np.array((error * log_p).sum()), error.sum(axis=0) + 2 * L2 * b
 
-    slope, bias = _descend(
+    slope, bias = descend(
         loss, gradient, (np.array(1.0), np.zeros(k)), lambda p: (np.maximum(0.01, p[0]), p[1])
     )
     bias = bias - bias.mean()  # only differences between options matter
@@ -127,7 +92,7 @@ def scores(p: npt.NDArray[np.float64], labels: npt.NDArray[np.int64]) -> Scores:
 
 def calibrated(log_p: npt.NDArray[np.float64], result: Fit, options: list[str]) -> npt.NDArray[np.float64]:
     bias = np.array([result.bias[o] for o in options])
-    return _softmax(log_p / result.temperature + bias)
+    return softmax(log_p / result.temperature + bias)
 
 
 def read(path: Path) -> dict[str, tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]]:
@@ -150,68 +115,6 @@ def read(path: Path) -> dict[str, tuple[npt.NDArray[np.float64], npt.NDArray[np.
     return {q: (np.array(lp), np.array(lb, dtype=np.int64)) for q, (lp, lb) in rows.items()}
 
 
-def fit_steps(
-    x: npt.NDArray[np.float64], labels: npt.NDArray[np.int64], l2: float = 0.003
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-    """Weights (features × options) and biases of a multinomial logistic model, L2 on the weights."""
-    n, d = x.shape
-    k = len(QUESTIONS["relation"].options)
-    onehot = np.zeros((n, k))
-    onehot[np.arange(n), labels] = 1.0
-
-    def loss(params: Arrays) -> float:
-        w, b = params
-        q = _softmax(x @ w + b)
-        return float(-np.log(q[np.arange(n), labels] + FLOOR).mean() + l2 * (w**2).sum())
-
-    def gradient(params: Arrays) -> Arrays:
-        w, b = params
-        error = (_softmax(x @ w + b) - onehot) / n
-        return x.T @ error + 2 * l2 * w, error.sum(axis=0)
-
-    w, b = _descend(loss, gradient, (np.zeros((d, k)), np.zeros(k)))
-    return w, b - b.mean()
-
-
-def steps_temperature(logits: npt.NDArray[np.float64], labels: npt.NDArray[np.int64]) -> float:
-    """The temperature T that minimises the NLL of ``softmax(logits / T)``: as :func:`fit`, an
-    inverse temperature fitted by descent, without biases (the logits have theirs)."""
-    n = len(labels)
-    onehot = np.zeros(logits.shape)
-    onehot[np.arange(n), labels] = 1.0
-
-    def loss(params: Arrays) -> float:
-        q = _softmax(params[0] * logits)
-        return float(-np.log(q[np.arange(n), labels] + FLOOR).mean())
-
-    def gradient(params: Arrays) -> Arrays:
-        error = (_softmax(params[0] * logits) - onehot) / n
-        return (np.array((error * logits).sum()),)
-
-    (slope,) = _descend(loss, gradient, (np.array(1.0),), lambda p: (np.maximum(0.01, p[0]),))
-    return 1.0 / float(slope)
-
-
-def fit_steps_held_out(
-    x: npt.NDArray[np.float64], labels: npt.NDArray[np.int64]
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64], float]:
-    """The combination fitted on all rows, its weights and biases divided by one temperature; each
-    row's logits from the 5 folds that did not see it, divided by the same temperature; and the
-    temperature. The L2 penalty leaves the combination less sure than it is right on pairs it was
-    not fitted on: the temperature, fitted on the held-out logits, corrects that (the 0.6 rule
-    reads these probabilities as they are)."""
-    order = np.random.RandomState(0).permutation(len(labels))
-    held_out = np.zeros((len(labels), len(QUESTIONS["relation"].options)))
-    folds = np.array_split(order, 5)
-    for i, test in enumerate(folds):
-        train = np.concatenate([f for j, f in enumerate(folds) if j != i])
-        w, b = fit_steps(x[train], labels[train])
-        held_out[test] = x[test] @ w + b
-    temperature = steps_temperature(held_out, labels)
-    w, b = fit_steps(x, labels)
-    return w / temperature, b / temperature, held_out / temperature, temperature
-
-
 def steps_main(path: Path, family: str, fitted_on: str) -> None:
     from mnemo.distill.relation import FEATURES
 
@@ -222,10 +125,10 @@ def steps_main(path: Path, family: str, fitted_on: str) -> None:
         labels = np.array([options.index(r["label"]) for r in rows], dtype=np.int64)
     except (KeyError, ValueError, TypeError) as exc:
         raise SystemExit(f"{path}: not step features ({exc!r})") from None
-    w, b, held_out, temperature = fit_steps_held_out(x, labels)
-    before = scores(_softmax(held_out * temperature), labels)
-    after = scores(_softmax(held_out), labels)
-    fitted = scores(_softmax(x @ w + b), labels)
+    w, b, held_out, temperature = fit_steps_held_out(x, labels, len(options))
+    before = scores(softmax(held_out * temperature), labels)
+    after = scores(softmax(held_out), labels)
+    fitted = scores(softmax(x @ w + b), labels)
     print(
         f"relation in steps: {len(rows)} pairs; 5-fold accuracy {before.accuracy:.3f}, "
         f"NLL {before.nll:.3f} → {after.nll:.3f} and ECE {before.ece:.3f} → {after.ece:.3f} "

@@ -12,10 +12,13 @@ slower: a judge question took 1.8× as long here (docs/benchmarks.md).
     python tools/local_llm.py fetch            # the model, verified
     python tools/local_llm.py build            # llama-server (about 5 minutes on 2 cores)
     python tools/local_llm.py serve --port 8080 --lifetime 7200
+    python tools/local_llm.py serve --gguf other.gguf --alias other-model --port 8081
 
 ``serve`` fetches and builds what is missing, starts the server on 127.0.0.1, waits until it
 answers, prints its URL, and stops it after ``--lifetime`` seconds (or on Ctrl-C / SIGTERM).
-Everything lives under ``--dir`` (default ``~/.cache/mnemo/llm``) and is reused once there.
+``--gguf PATH`` serves another model file instead (taken as it is: not fetched, not checked),
+under the name ``--alias`` (the name clients send as ``model``: the judge's weights are looked up
+by it). Everything lives under ``--dir`` (default ``~/.cache/mnemo/llm``) and is reused once there.
 """
 
 from __future__ import annotations
@@ -169,16 +172,18 @@ def build_python(root: Path) -> Path:
     return python
 
 
-def server_command(kind: str, root: Path, model: Path, port: int, threads: int, context: int) -> list[str]:
+def server_command(
+    kind: str, root: Path, model: Path, port: int, threads: int, context: int, alias: str = MODEL_NAME
+) -> list[str]:
     if kind == "native":
         return [
             str(build_native(root)), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),
-            "-t", str(threads), "-c", str(context), "--alias", MODEL_NAME, "-np", "1", "--no-webui",
+            "-t", str(threads), "-c", str(context), "--alias", alias, "-np", "1", "--no-webui",
         ]  # fmt: skip
     return [
         str(build_python(root)), "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
         "--port", str(port), "--n_threads", str(threads), "--n_ctx", str(context), "--logits_all", "true",
-        "--model_alias", MODEL_NAME,
+        "--model_alias", alias,
     ]  # fmt: skip
 
 
@@ -199,8 +204,8 @@ def wait_ready(url: str, process: subprocess.Popen[bytes], timeout_s: float = 30
 
 
 def serve(args: argparse.Namespace) -> None:
-    model = fetch(args.dir)
-    command = server_command(args.server, args.dir, model, args.port, args.threads, args.context)
+    model = fetch(args.dir) if args.gguf is None else args.gguf
+    command = server_command(args.server, args.dir, model, args.port, args.threads, args.context, args.alias)
     log = (args.dir / f"server-{args.port}.log").open("ab")
     say("$ " + " ".join(command))
     # A binary built with shared libraries finds them beside it.
@@ -220,7 +225,7 @@ def serve(args: argparse.Namespace) -> None:
     signal.signal(signal.SIGINT, stop)
     wait_ready(url, process)
     print(url, flush=True)
-    say(f"serving {MODEL_NAME} at {url} for {args.lifetime} s (log {log.name})")
+    say(f"serving {args.alias} at {url} for {args.lifetime} s (log {log.name})")
     try:
         process.wait(args.lifetime)
     except subprocess.TimeoutExpired:
@@ -239,6 +244,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--context", type=int, default=8192, help="context tokens")
     parser.add_argument("--lifetime", type=int, default=3600, help="seconds before the server is stopped")
+    parser.add_argument("--gguf", type=Path, help="serve this GGUF file instead of the 1.5B (not checked)")
+    parser.add_argument("--alias", default=MODEL_NAME, help="the model name the server answers to")
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
     if args.command == "fetch":

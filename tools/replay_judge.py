@@ -38,9 +38,9 @@ from eval_pairs import (
     pair_metrics,
     print_pair_metrics,
 )
-from fit_calibration import _softmax, fit_steps_held_out
 from mnemo.config import Settings
 from mnemo.distill.decide import Decision
+from mnemo.distill.fitting import fit_steps_held_out, softmax
 from mnemo.distill.judge import (
     THRESHOLD,
     Action,
@@ -117,8 +117,8 @@ def main() -> int:
     if fitted:
         x = np.array([[features_now(p, asked[p.id])[f] for f in FEATURES] for p in fitted])
         labels = np.array([LABELS.index(p.label) for p in fitted])
-        w, b, held_out, _ = fit_steps_held_out(x, labels)
-        probabilities = _softmax(held_out)
+        w, b, held_out, _ = fit_steps_held_out(x, labels, len(LABELS))
+        probabilities = softmax(held_out)
         held = {
             p.id: dict(zip(LABELS, map(float, row), strict=True))
             for p, row in zip(fitted, probabilities, strict=True)
@@ -146,7 +146,7 @@ def main() -> int:
                 values = features_now(pair, asked[pair.id])
                 x1 = np.array([values[f] for f in weights.features])
                 logits = np.array([np.dot(weights.weights[o], x1) + weights.bias[o] for o in LABELS])
-                found = dict(zip(LABELS, map(float, _softmax(logits[None, :])[0]), strict=True))
+                found = dict(zip(LABELS, map(float, softmax(logits[None, :])[0]), strict=True))
             results.append(result(pair, found, embedder))
         metrics = pair_metrics(results)
         if args.json:

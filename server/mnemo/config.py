@@ -45,6 +45,9 @@ from mnemo.paths import (
 ENV_PREFIX = "MNEMO_"
 # Unix socket paths are limited to 108 bytes on Linux (104 on macOS) including the NUL.
 MAX_SOCKET_PATH_BYTES = 103
+# A host backend's defaults (llm_daily_call_cap, llm_calls_per_minute): a subscription's share.
+HOST_DAILY_CALLS = 200
+HOST_CALLS_PER_MINUTE = 4.0
 
 
 class Calibration(BaseModel):
@@ -141,6 +144,21 @@ class Settings(BaseModel):
             "default, 512 for EmbeddingGemma)."
         ),
     )
+    llm_backend: Literal["openai", "claude-code", "codex"] = Field(
+        default="openai",
+        description="The writer's model: an OpenAI-compatible llm_url, or a host's CLI with its login.",
+    )
+    llm_host_command: str = Field(
+        default="",
+        max_length=2_000,
+        description="With a host backend: its CLI (empty: claude or codex on PATH).",
+    )
+    llm_host_model: str = Field(
+        default="", max_length=200, description="A host's --model (empty: its default)."
+    )
+    llm_host_url: str = Field(
+        default="", max_length=2_000, description="A base URL a host's CLI talks to instead of its login."
+    )
     llm_url: str = Field(
         default="",
         max_length=2_000,
@@ -171,8 +189,22 @@ class Settings(BaseModel):
             "work waits for the next day. 0: no cap."
         ),
     )
+    llm_daily_call_cap: Annotated[int, Field(ge=0)] | Literal["auto"] = Field(
+        default="auto",
+        description=(
+            "Model calls the writer may make per UTC day (0: no cap; auto: none for openai, "
+            f"{HOST_DAILY_CALLS} for a host backend, whose subscription counts messages)."
+        ),
+    )
+    llm_calls_per_minute: Annotated[float, Field(ge=0, le=600)] | Literal["auto"] = Field(
+        default="auto",
+        description=(
+            "The most model calls the writer makes in a minute, however long its backlog (0: no "
+            f"pace; auto: none for openai, {HOST_CALLS_PER_MINUTE:g} for a host backend)."
+        ),
+    )
     writer: Literal["auto", "always", "never"] = Field(
-        default="auto", description="Whether this daemon distils: auto (when llm_url is set), always, never."
+        default="auto", description="Whether this daemon distils: auto (when a model is set), always, never."
     )
     distill_idle_s: float = Field(
         default=120.0,
@@ -356,7 +388,7 @@ def load_settings(environ: Mapping[str, str] | None = None, *, is_spawned: bool 
             f"llm_url is set (from {sources.get('llm_url', 'defaults')}) but llm_model is empty: "
             'name the model to ask (e.g. llm_model = "qwen2.5-coder:1.5b")'
         )
-    if settings.writer == "always" and not settings.llm_url:
+    if settings.writer == "always" and not settings.llm_url and settings.llm_backend == "openai":
         raise ConfigError("writer is always, but no llm_url is set: distilling needs a language model")
     if len(os.fsencode(settings.socket_path)) > MAX_SOCKET_PATH_BYTES:
         raise ConfigError(

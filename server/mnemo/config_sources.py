@@ -4,6 +4,7 @@ store DSN's check, the default person, and a DSN made safe to show."""
 from __future__ import annotations
 
 import getpass
+import json
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -71,3 +72,34 @@ def default_person(env: Mapping[str, str]) -> str:
             name = "me"
     # A login name with spaces or control characters cannot name a namespace: made into one.
     return re.sub(r"[\s\x00-\x1f\x7f-\x9f]+", "-", name.strip())[:64] or "me"
+
+
+def write_settings(path: Path, values: Mapping[str, str | None]) -> None:
+    """Set top-level string settings in the TOML file (None removes one), keeping every other line
+    as it was; the file is created when there is none. ConfigError when it cannot be written or
+    would no longer read."""
+    try:
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the config file {path}: {exc}") from None
+    lines = text.splitlines()
+    first_table = next((i for i, line in enumerate(lines) if line.lstrip().startswith("[")), len(lines))
+    setting = re.compile(r"\s*(" + "|".join(re.escape(k) for k in values) + r")\s*=")
+    head = [line for line in lines[:first_table] if not setting.match(line)]
+    head += [
+        f"{key} = {json.dumps(value, ensure_ascii=False)}"
+        for key, value in values.items()
+        if value is not None
+    ]
+    written = "\n".join([*head, *lines[first_table:]]) + "\n"
+    try:
+        tomllib.loads(written)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"the config file {path} would not be valid TOML: {exc}") from None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(path.name + ".new")
+        temporary.write_text(written, encoding="utf-8")
+        temporary.replace(path)
+    except OSError as exc:
+        raise ConfigError(f"cannot write the config file {path}: {exc.strerror}") from None

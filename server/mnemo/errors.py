@@ -17,7 +17,7 @@ Everything mnemo raises on purpose derives from :class:`MnemoError`::
     ├── DaemonError              the daemon could not be started or reached
     │   └── DaemonUnavailableError  nothing answers on the socket
     └── ModelError               the language model endpoint failed or answered unusably   → HTTP 502
-        └── TokenCapError        today's token cap is spent; work waits for the next day   → HTTP 429
+        └── TokenCapError        a daily cap or the host's usage limit is reached; work waits  → HTTP 429
 
 Each edge translates: the daemon's Starlette handlers map these to HTTP statuses with a JSON body
 ``{"error": {"type": ..., "message": ...}}``; the daemon client maps that body back to the same
@@ -30,6 +30,7 @@ pydantic's validation errors become InputError in :mod:`mnemo.validation`.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 
@@ -116,9 +117,15 @@ class ModelError(MnemoError):
 
 
 class TokenCapError(ModelError):
-    """Today's token cap (llm_daily_token_cap) is spent; model work waits for the next UTC day."""
+    """Today's token or call cap (llm_daily_token_cap, llm_daily_call_cap) is spent, or the model's
+    host answered that its usage limit is reached: model work waits until ``resumes_at`` (when
+    known; else the next UTC day) and the batch is redone then."""
 
     http_status = 429
+
+    def __init__(self, message: str, resumes_at: datetime | None = None) -> None:
+        super().__init__(message)
+        self.resumes_at = resumes_at
 
 
 ERRORS_BY_NAME: dict[str, type[MnemoError]] = {

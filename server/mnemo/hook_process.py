@@ -13,7 +13,9 @@ that is not running is started in the background, and the event is appended to t
 (``run/hooks.spool``), which the daemon replays when it is up: the turn is recorded all the same
 (nothing is injected for it, as nobody is waiting any more).
 
-PreToolUse is answered here without the daemon: in plan mode mnemo's write tools are denied.
+PreToolUse is answered here without the daemon: in plan mode mnemo's write tools are denied. In
+a call the writer makes through a host's CLI (``MNEMO_WRITER_CALL`` set), every hook returns at
+once with nothing: the writer's own calls never become episodes.
 """
 
 from __future__ import annotations
@@ -51,12 +53,17 @@ CLIENTS = ("claude-code", "codex")
 MAX_SPOOL_BYTES = 64 * 1024 * 1024  # a daemon that never comes up must not fill the disk
 SPAWN_GRACE_S = 15.0  # a daemon started this recently is still on its way up
 MODE_NOTE_S = 0.3  # PreToolUse tells the daemon the mode of a mnemo write, within this
+# Set by the writer on its own calls to a host's CLI (mnemo.distill.hostcli.WRITER_CALL_ENV, which
+# a unit test holds equal): whatever hooks that host runs, mnemo's record nothing of them.
+WRITER_CALL_ENV = "MNEMO_WRITER_CALL"
 # mnemo's tools that write; plan mode denies them (the MCP server's name varies with how it was
 # installed — mnemo, or plugin_mnemo_mnemo — so the match is on the suffix).
 WRITE_TOOLS = ("remember", "forget", "keep")
 
 
 def main(argv: list[str]) -> int:
+    if os.environ.get(WRITER_CALL_ENV):  # noqa: TID251 - a marker, not a setting
+        return 0  # the writer's own call to a host's CLI: nothing of it comes back into mnemo
     started = time.monotonic()
     where = layout()
     try:

@@ -32,7 +32,10 @@ def test_status_shows_version_store_daemon_and_counts(home: Home) -> None:
     assert f"store      chdb://{home.path}/store" in status
     assert "daemon     pid " in status and "up " in status
     assert "episodes   1" in status and "memories   active 1" in status
-    assert "model      none (set llm_url and llm_model to distil conversations)" in status
+    assert (
+        "model      none (set llm_url and llm_model, or `mnemo writer use`, to distil conversations)"
+        in status
+    )
 
 
 def test_status_shows_the_model_and_todays_spend_against_the_cap_never_the_key(home: Home) -> None:
@@ -48,8 +51,12 @@ def test_status_shows_the_model_and_todays_spend_against_the_cap_never_the_key(h
     assert as_json == {
         "endpoint": "http://me:***@127.0.0.1:9/v1",
         "model": "qwen-1.5b",
+        "backend": "openai",
         "tokens_today": 0,
         "daily_cap": 50000,
+        "calls_today": 0,
+        "daily_call_cap": 0,
+        "calls_per_minute": 0,
         "resumes_at": None,
         "by_model": [],
         "judging": "relation in one question; calibration: none",
@@ -59,7 +66,7 @@ def test_status_shows_the_model_and_todays_spend_against_the_cap_never_the_key(h
     configured.mnemo("daemon", "stop")
     small = home.with_env(MNEMO_LLM_URL="http://127.0.0.1:9/v1", MNEMO_LLM_MODEL="qwen2.5-coder:1.5b")
     judging = json.loads(small.mnemo("status", "--json").stdout)["language_model"]["judging"]
-    assert judging.startswith("relation in steps, weights fitted on tests/data/judge_pairs_fit.jsonl")
+    assert judging.startswith("relation in steps, shipped weights fitted on judge_pairs_fit.jsonl (320")
     # Which durable-line rule a small model's extraction is gated by, for the embedder in force.
     assert (
         "; durable lines by the classifier for use-multilingual-v3, fitted on 407 labelled lines" in judging

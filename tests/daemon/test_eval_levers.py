@@ -124,24 +124,28 @@ def test_the_durable_classifier_is_fitted_on_the_fallback_embedder_and_scored(tm
 
 
 def test_every_labelled_set_we_keep_loads_with_the_tools_that_read_it() -> None:
-    """Pairs, scenarios and lines in tests/data, ours and the helpers' (fit and blind), in the
-    documented formats the tools read: a set that stopped loading could no longer be rescored."""
+    """Pairs, scenarios and lines in tests/data, ours and the helpers' (fit and blind), and the fit
+    pairs that ship for `mnemo writer calibrate`, in the documented formats the tools read: a set
+    that stopped loading could no longer be rescored."""
     data = REPO / "tests" / "data"
+    shipped = REPO / "server" / "mnemo" / "distill" / "pairs"
     code = (
         "import sys; from pathlib import Path; sys.path.insert(0, 'tools')\n"
         "from eval_pairs import load_pairs; from eval_scenarios import load_scenarios\n"
         "from fit_durable import load_lines\n"
         "d = Path('tests/data')\n"
-        "for p in sorted(d.glob('judge_pairs_*.jsonl')): print(p.name, len(load_pairs(p)))\n"
+        "shipped = sorted(Path('server/mnemo/distill/pairs').glob('*.jsonl'))\n"
+        "for p in [*sorted(d.glob('judge_pairs_*.jsonl')), *shipped]: print(p.name, len(load_pairs(p)))\n"
         "for p in sorted(d.glob('writer_scenarios*.json')): print(p.name, len(load_scenarios(p)))\n"
         "for p in sorted(d.glob('durable_lines_*.jsonl')): print(p.name, len(load_lines(p)))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=False)
     assert done.returncode == 0, done.stderr
     counts = dict(line.split() for line in done.stdout.splitlines())
-    expected = {p.name for p in data.glob("judge_pairs_*.jsonl")} | {
+    expected = {p.name for p in [*data.glob("judge_pairs_*.jsonl"), *shipped.glob("*.jsonl")]} | {
         p.name for p in data.glob("writer_scenarios*.json")
     }
+    assert {"judge_pairs_fit.jsonl", "judge_pairs_authors_fit.jsonl"} <= expected
     expected |= {p.name for p in data.glob("durable_lines_*.jsonl")}
     assert set(counts) == expected and all(int(n) > 0 for n in counts.values())
 

@@ -244,6 +244,19 @@ PROMPTS = [
 ]
 
 
+def test_a_hook_in_a_call_the_writer_makes_records_nothing_and_notes_nothing(home: Home) -> None:
+    # A host's CLI as the writer's model runs with MNEMO_WRITER_CALL=1 (mnemo.distill.hostcli):
+    # whatever hooks that host runs, nothing of the writer's own calls becomes an episode.
+    anyio.run(remember_all, home, [("Deploys happen on Thursdays", MemoryType.DECISION, WORKSPACE)])
+    for event in ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd"):
+        stdout, code = hook(home, event, event_input(event, session="s-writer"), MNEMO_WRITER_CALL="1")
+        assert (code, stdout) == (0, ""), event
+    hook(home, "UserPromptSubmit", event_input("UserPromptSubmit", session="s-person"))
+    assert anyio.run(session_episodes, home, "s-writer") == []
+    assert [e.kind.value for e in anyio.run(session_episodes, home, "s-person")] == ["prompt"]
+    assert not (home.settings.log_dir / "hooks.log").exists()
+
+
 def test_twenty_prompts_stay_within_budgets_never_repeat_and_skip_this_sessions_memories(home: Home) -> None:
     session = "s-twenty"
     items = [(f"{content} ({topic} note {n})", kind, WORKSPACE if n % 2 else "person:tester")

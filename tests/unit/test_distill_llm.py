@@ -191,7 +191,7 @@ def test_model_settings_are_checked_and_the_key_never_shows(home: Home, llm_serv
     retired = _settings(
         home, llm_server, MNEMO_CALIBRATION='{"code": {"bias": {"still": 1}}}', MNEMO_RELATION_METHOD="one"
     )
-    assert "code" not in DecisionModel(None, retired).describe()  # type: ignore[arg-type]
+    assert "code" not in DecisionModel(LLM(retired, None), retired).describe()  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match=r"calibration.relation.bias names unknown option\(s\) maybe"):
         settings = _settings(home, llm_server, MNEMO_CALIBRATION='{"relation": {"bias": {"maybe": 1}}}')
         DecisionModel(None, settings)  # type: ignore[arg-type]

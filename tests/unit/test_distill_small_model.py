@@ -109,7 +109,7 @@ def test_what_the_steps_call_unrelated_is_kept_beside_it(
 def test_steps_for_a_model_without_weights_is_a_clear_error_and_one_asks_the_four_way_question(
     home: Home, llm_server: LLMServer, store: ClickHouseStore
 ) -> None:
-    with pytest.raises(ConfigError, match="no fitted weights ship for the model 'scripted-1'"):
+    with pytest.raises(ConfigError, match=r"the model 'scripted-1' has no weights \(none ship for it"):
         _decisions(_settings(home, llm_server, "scripted-1", MNEMO_RELATION_METHOD="steps"), store)
     one = _decisions(_settings(home, llm_server, MNEMO_RELATION_METHOD="one"), store)
     assert one.steps is None

@@ -71,6 +71,13 @@ def test_the_hook_process_knows_the_same_hosts_as_the_rest_of_mnemo() -> None:
     assert CLIENTS == TRANSCRIPT_HOSTS
 
 
+def test_the_hook_process_knows_the_writers_own_calls_by_the_marker_the_writer_sets() -> None:
+    from mnemo.distill.hostcli import WRITER_CALL_ENV
+    from mnemo.hook_process import WRITER_CALL_ENV as SEEN
+
+    assert SEEN == WRITER_CALL_ENV
+
+
 def test_the_daemons_string_hash_salt_is_drawn_once_private_and_kept(tmp_path: Path) -> None:
     index_dir = tmp_path / "index"
     seed = index_hash_seed(str(index_dir))

@@ -33,9 +33,13 @@ class ModelStatus(BaseModel):
 
     endpoint: str = Field(description="The configured endpoint, password removed ('' when none).")
     model: str
+    backend: str = Field(default="openai", description="llm_backend: openai, claude-code or codex.")
     tokens_today: int = Field(description="Tokens spent today (UTC), all models.")
     daily_cap: int = Field(description="llm_daily_token_cap (0: none).")
-    resumes_at: datetime | None = Field(description="When model work resumes, if today's cap is spent.")
+    calls_today: int = Field(default=0, description="Model calls made today (UTC), all models.")
+    daily_call_cap: int = Field(default=0, description="llm_daily_call_cap in force (0: none).")
+    calls_per_minute: float = Field(default=0, description="llm_calls_per_minute in force (0: no pace).")
+    resumes_at: datetime | None = Field(description="When model work resumes, if a daily cap is spent.")
     by_model: list[ModelSpend]
     judging: str = Field(
         default="", description="How the judge decides: the relation's method and the calibration in force."
@@ -45,7 +49,7 @@ class ModelStatus(BaseModel):
 class DistillStatus(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    enabled: bool = Field(description="Whether a language model is configured (llm_url).")
+    enabled: bool = Field(description="Whether this daemon distils: a model is configured, writer not never.")
     running: str = Field(description="The session being distilled now ('' when none).")
     batches_done: int = Field(description="Batches finished since the daemon started.")
     memories_added: int = Field(description="Memories those batches added.")

@@ -1,5 +1,5 @@
 """The ``mnemo`` command: remember, recall, recall-episode, forget, keep, review, import, export,
-status, stats, distill, judge-log, models, daemon, server.
+status, stats, distill, judge-log, writer, models, daemon, server.
 
 With ``--json``, recall and recall-episode print exactly the full result the MCP tools of the same
 name give client programs (in their answer's ``_meta``). Errors go to stderr as
@@ -20,7 +20,8 @@ from mnemo.cli.context import EXIT_ERROR, Context
 from mnemo.cli.parser import build_parser
 from mnemo.errors import MnemoError
 
-# The module (mnemo.cli.<group>) of each command; its handler is cmd_<command>.
+# The module (mnemo.cli.<group>) of each command; its handler is cmd_<command>. An action with a
+# module of its own is keyed "command action", its handler cmd_<command>_<action>.
 GROUPS = {
     "remember": "memory",
     "recall": "memory",
@@ -31,6 +32,8 @@ GROUPS = {
     "review": "curate",
     "distill": "writer",
     "judge-log": "writer",
+    "writer calibrate": "calibrate",
+    "writer use": "writer",
     "import": "imports",
     "export": "exchange",
     "status": "ops",
@@ -43,8 +46,10 @@ GROUPS = {
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser(list(GROUPS)).parse_args(argv)
-    group = importlib.import_module(f"mnemo.cli.{GROUPS[args.command]}")
-    handler = getattr(group, "cmd_" + args.command.replace("-", "_"))
+    command = f"{args.command} {getattr(args, 'action', '')}"
+    command = command if command in GROUPS else args.command
+    group = importlib.import_module(f"mnemo.cli.{GROUPS[command]}")
+    handler = getattr(group, "cmd_" + command.replace(" ", "_").replace("-", "_"))
     context = Context()
     try:
         code: int = handler(args, context)

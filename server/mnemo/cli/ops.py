@@ -69,10 +69,16 @@ def cmd_status(args: argparse.Namespace, context: Context) -> int:
 
 def _show_model(llm: Doc) -> None:
     if not llm["endpoint"]:
-        write("model      none (set llm_url and llm_model to distil conversations)")
+        write("model      none (set llm_url and llm_model, or `mnemo writer use`, to distil conversations)")
         return
     cap = f" of {llm['daily_cap']:,}" if llm["daily_cap"] else " (no cap)"
-    write(f"model      {llm['model']} at {llm['endpoint']}; today {llm['tokens_today']:,}{cap} tokens")
+    calls_cap = f" of {llm['daily_call_cap']:,}" if llm.get("daily_call_cap") else ""
+    pace = f", at most {llm['calls_per_minute']:g} a minute" if llm.get("calls_per_minute") else ""
+    model = f"{llm['model']} at " if llm["model"] else ""
+    write(
+        f"model      {model}{llm['endpoint']}; today {llm['tokens_today']:,}{cap} tokens, "
+        f"{llm.get('calls_today', 0):,}{calls_cap} calls{pace}"
+    )
     if llm.get("judging"):
         write(f"           judging: {llm['judging']}")
     if llm["resumes_at"] is not None:

@@ -190,6 +190,23 @@ def build_parser(commands_in_order: list[str] | None = None) -> argparse.Argumen
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--json", action="store_true")
 
+    p = commands.add_parser("writer", help="the writer's language model")
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    a = actions.add_parser(
+        "calibrate", help="fit how the judge reads the configured model (log-probabilities needed)"
+    )
+    a.add_argument(
+        "--limit", type=int, metavar="N", help="only N of the shipped pairs, taken evenly: a rough, quick fit"
+    )
+    a.add_argument("--yes", action="store_true", help="go on without asking once the time is estimated")
+    a = actions.add_parser(
+        "use", help="the writer's model: a host's CLI with its own login (claude-code, codex), or llm_url"
+    )
+    a.add_argument("backend", choices=("claude-code", "codex", "openai", "off"), help="off: same as openai")
+    a.add_argument("--model", help="the CLI's --model (default: haiku for claude-code, codex's own)")
+    a.add_argument("--command", dest="cli", help="the CLI's path (default: claude or codex on PATH)")
+    a.add_argument("--url", help="a base URL the CLI talks to instead of its login (with llm_api_key)")
+
     p = commands.add_parser("stats", help="memory injected into sessions and whether it was used")
     p.add_argument("--days", type=int, default=30, help="the last DAYS UTC days, today included (default 30)")
     p.add_argument(
@@ -227,6 +244,7 @@ def build_parser(commands_in_order: list[str] | None = None) -> argparse.Argumen
         "--apply", action="store_true", help="setup: run the SQL (as an admin) instead of printing it"
     )
 
-    if commands_in_order is not None:
-        assert sorted(commands.choices) == sorted(commands_in_order), "a command without a handler"
+    if commands_in_order is not None:  # an action with a handler of its own is "command action"
+        named = {c.split()[0] for c in commands_in_order}
+        assert sorted(commands.choices) == sorted(named), "a command without a handler"
     return parser

@@ -1,8 +1,10 @@
-"""distill and judge-log: the writer's work, asked for and looked into."""
+"""distill, judge-log and writer use: the writer's work, asked for and looked into, and its model."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import sys
 
 from mnemo.cli.context import EXIT_ERROR, EXIT_OK, Context, query_string
@@ -46,3 +48,71 @@ def cmd_judge_log(args: argparse.Namespace, context: Context) -> int:
             guard = "; guard: " + "; ".join(comparison["guard"]) if comparison["guard"] else ""
             write(f"    vs {comparison['existing']}: {best} {probabilities[best]:.2f}{guard}")
     return EXIT_OK
+
+
+# What `writer use` writes, and the model it suggests: a host's default model is its largest.
+_HOST_SETTINGS = ("llm_backend", "llm_host_model", "llm_host_command", "llm_host_url")
+_DEFAULT_MODEL = {"claude-code": "haiku", "codex": ""}
+_COMMAND = {"claude-code": "claude", "codex": "codex"}
+
+
+def cmd_writer_use(args: argparse.Namespace, context: Context) -> int:
+    """Point the writer at a host's CLI (its own login) or back at llm_url, in the config file,
+    and say what it will spend and where to watch it; a running daemon is stopped so the next
+    command or hook starts it with the new setting."""
+    from mnemo.client.launcher import stop_daemon  # noqa: PLC0415
+    from mnemo.config import HOST_CALLS_PER_MINUTE, HOST_DAILY_CALLS  # noqa: PLC0415
+    from mnemo.config_sources import write_settings  # noqa: PLC0415
+
+    settings = context.settings()
+    backend = "openai" if args.backend == "off" else args.backend
+    assert settings.config_file is not None
+    values: dict[str, str | None] = dict.fromkeys(_HOST_SETTINGS)
+    if backend == "openai":
+        if args.model or args.cli or args.url:
+            raise InputError("--model, --command and --url are for claude-code and codex")
+        values["llm_backend"] = "openai"
+    else:
+        command = args.cli or _COMMAND[backend]
+        if shutil.which(command) is None:
+            raise InputError(f"{command!r} is not found: install {backend} (or give --command PATH) first")
+        model = _DEFAULT_MODEL[backend] if args.model is None else args.model
+        values |= {"llm_backend": backend, "llm_host_model": model or None}
+        values |= {"llm_host_command": args.cli or None, "llm_host_url": args.url or None}
+    write_settings(settings.config_file, values)
+    pid = stop_daemon(settings)
+    shadowed = [k for k in _HOST_SETTINGS if _from_env(k)]
+    if backend == "openai":
+        where = (
+            f"the endpoint in llm_url ({settings.llm_url})"
+            if settings.llm_url
+            else "no model (llm_url is empty)"
+        )
+        write(f"the writer now uses {where}; written to {settings.config_file}")
+    else:
+        login = f"{args.url} (llm_api_key)" if args.url else f"{_COMMAND[backend]}'s own login, nothing else"
+        calls = settings.llm_daily_call_cap
+        cap = HOST_DAILY_CALLS if calls == "auto" else calls
+        pace = settings.llm_calls_per_minute
+        pace_shown = HOST_CALLS_PER_MINUTE if pace == "auto" else pace
+        write(
+            f"the writer now uses {backend} ({values['llm_host_model'] or 'its default model'}), with {login}"
+        )
+        write(
+            f"it spends at most {cap:,} calls a day ({settings.llm_daily_token_cap:,} tokens), "
+            f"{pace_shown:g} a minute: a call per stretch of a session and one per memory it yields "
+            "(docs/models.md); "
+            "settings llm_daily_call_cap, llm_calls_per_minute, llm_daily_token_cap"
+        )
+        write("watch it: `mnemo status` (model), the memory browser (Model spend today)")
+        write("undo: `mnemo writer use openai`")
+        write(f"written to {settings.config_file}")
+    if pid is not None:
+        write(f"stopped the daemon (pid {pid}); the next command or hook starts it with this writer")
+    for key in shadowed:
+        write(f"mnemo: warning: MNEMO_{key.upper()} in the environment overrides the file", sys.stderr)
+    return EXIT_OK
+
+
+def _from_env(key: str) -> bool:
+    return f"MNEMO_{key.upper()}" in os.environ  # noqa: TID251 - which source wins, for the warning

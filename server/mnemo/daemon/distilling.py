@@ -16,8 +16,9 @@ lease's heartbeat renewing it all the while:
 Before each session the index is refreshed from a shared store (``refresh``, the follower's
 poll: :mod:`mnemo.daemon.following`), so the judge compares with what every daemon wrote.
 
-A spent daily token cap pauses the loop until the next UTC day; an endpoint that fails backs it off
-(30 s, doubling up to 15 minutes). Both show in ``mnemo status``.
+A spent daily token or call cap pauses the loop until the next UTC day, a host's usage-limit
+answer until the host says (or an hour); the batch under way is redone then, nothing is lost. An
+endpoint that fails backs it off (30 s, doubling up to 15 minutes). All show in ``mnemo status``.
 """
 
 from __future__ import annotations
@@ -33,11 +34,11 @@ import anyio.to_thread
 
 from mnemo.clock import utc_now
 from mnemo.config import Settings
+from mnemo.distill.backends import has_model, is_host, open_model
 from mnemo.distill.decide import DecisionModel
 from mnemo.distill.imported import ImportJudge
 from mnemo.distill.lease import NAME as LEASE_NAME
 from mnemo.distill.lease import LeaseLostError, WriterLease
-from mnemo.distill.llm import LLM
 from mnemo.distill.meter import TokenMeter
 from mnemo.distill.policy import Approval
 from mnemo.distill.writer import BatchResult, Distiller, batch_chars
@@ -73,15 +74,19 @@ class DistillLoop:
         self._refresh = refresh
         self._meter = meter
         self._idle = timedelta(seconds=settings.distill_idle_s)
-        self.state = DistillState(enabled=bool(settings.llm_url) and settings.writer != "never")
+        self.state = DistillState(enabled=has_model(settings) and settings.writer != "never")
         self._distiller: Distiller | None = None
-        self.decisions: DecisionModel | None = None  # also the usage audit's (mnemo.usage.audit)
+        self.decisions: DecisionModel | None = None
+        # The usage audit's (mnemo.usage.audit): not a host's CLI, where each injected memory of
+        # each turn would cost a message of the person's subscription.
+        self.auditing: DecisionModel | None = None
         # An embedded store opens in one process only: its daemon is the writer, no lease needed
         # (and a lease left by a killed predecessor must not hold the new daemon back).
         self._lease = None if settings.store.startswith("chdb://") else WriterLease(store)
-        if settings.llm_url:  # also the usage audit's, whether or not this daemon distils
-            llm = LLM(settings, meter)
+        if has_model(settings):  # also the usage audit's, whether or not this daemon distils
+            llm = open_model(settings, meter)
             self.decisions = DecisionModel(llm, settings)
+            self.auditing = None if is_host(settings) else self.decisions
             if self.state.enabled:
                 self._distiller = Distiller(
                     store,
@@ -102,6 +107,12 @@ class DistillLoop:
             commit = store.put_memories if self._lease is None else self._lease.commit
             self.imports = ImportJudge(store, engine, self.decisions, commit, utc_now)
         self._import_queue: list[tuple[str, list[str]]] = []
+
+    def close(self) -> None:
+        """At the daemon's stop: a host's CLI calls under way are stopped (their batch is redone at
+        the next start); an endpoint's client is closed."""
+        if self.decisions is not None:
+            self.decisions.llm.close()
 
     def judge_imported(self, source: str, memory_ids: list[str]) -> bool:
         """Judge candidates just imported from ``source``'s files at the next pass (on the event
@@ -150,9 +161,9 @@ class DistillLoop:
                     await self._judge_imports()
                     self.state.paused_until, self.state.last_error = None, ""
                     backoff = BACKOFF_S[0]
-            except TokenCapError as exc:
+            except TokenCapError as exc:  # a cap, or the host's usage limit: the batch waits
                 spend = await anyio.to_thread.run_sync(self._meter.today)
-                self.state.paused_until = spend.resumes_at or utc_now() + timedelta(hours=1)
+                self.state.paused_until = exc.resumes_at or spend.resumes_at or utc_now() + timedelta(hours=1)
                 self.state.last_error = str(exc)
                 logger.info("distillation paused: %s", exc)
                 wait_s = max(POLL_S, (self.state.paused_until - utc_now()).total_seconds())

@@ -45,6 +45,7 @@ from mnemo.daemon.recording import Recording
 from mnemo.daemon.remembering import Remembering
 from mnemo.daemon.reviewing import Reviews
 from mnemo.daemon.storecalls import StoreCalls
+from mnemo.distill.backends import calls_per_minute, daily_call_cap, has_model
 from mnemo.distill.durable import describe as describe_durable
 from mnemo.distill.meter import TokenMeter
 from mnemo.embed import load_embedder
@@ -100,12 +101,17 @@ class Daemon:
             self.recording = Recording(self.calls, settings, SecretRedactor(), self.index.add_episodes)
             self.recall = Recall(self.calls, self.index, self.recording)
             self.remembering = Remembering(self.calls, self.index, self.recording, settings)
-            self.meter = TokenMeter(store, settings.llm_daily_token_cap)
+            self.meter = TokenMeter(
+                store,
+                settings.llm_daily_token_cap,
+                call_cap=daily_call_cap(settings),
+                per_minute=calls_per_minute(settings),
+            )
             self.distilling = DistillLoop(store, self.index.engine, settings, self.meter, self.follower.poll)
             # Where the check reads the new value, the memory with it is proposed for review.
             self.recall.code.on_stale = CodeProposals(store, self.index, self._clock).propose
             self.keep = KeepSets(store, settings, self.calls)
-            auditor = Auditor(self.distilling.decisions)
+            auditor = Auditor(self.distilling.auditing)
             self.ledger = HookLedger(self.calls, settings, auditor, self.index.engine, self._clock)
             self.hooks = HookEvents(
                 self.calls,
@@ -147,6 +153,7 @@ class Daemon:
         if task_group is None:
             return
         try:
+            self.distilling.close()
             task_group.cancel_scope.cancel()
             await task_group.__aexit__(None, None, None)
             await self.index.save()
@@ -221,10 +228,14 @@ class Daemon:
                 last_error=self.follower.last_error,
             ),
             language_model=ModelStatus(
-                endpoint=redact_dsn(self.settings.llm_url),
-                model=self.settings.llm_model,
+                endpoint=self._endpoint(),
+                model=self._model(),
+                backend=self.settings.llm_backend,
                 tokens_today=spend.tokens,
                 daily_cap=spend.cap,
+                calls_today=spend.calls,
+                daily_call_cap=spend.call_cap,
+                calls_per_minute=calls_per_minute(self.settings),
                 resumes_at=spend.resumes_at,
                 by_model=[ModelSpend(**dataclasses.asdict(u)) for u in spend.by_model],
                 judging=self._judging(),
@@ -236,6 +247,15 @@ class Daemon:
                 lease=lease,
             ),
         )
+
+    def _endpoint(self) -> str:
+        """Where the writer's model is, for `mnemo status` ('' when none)."""
+        decisions = self.distilling.decisions
+        return decisions.llm.endpoint if decisions is not None else redact_dsn(self.settings.llm_url)
+
+    def _model(self) -> str:
+        decisions = self.distilling.decisions
+        return decisions.llm.model if decisions is not None else self.settings.llm_model
 
     def _judging(self) -> str:
         """How the writer decides, for `mnemo status`: the relation's method and calibration, and
@@ -252,8 +272,8 @@ class Daemon:
         if not self.distilling.state.enabled:
             reason = (
                 "this daemon does not distil (writer = never)"
-                if self.settings.llm_url
-                else "no language model is configured (llm_url, llm_model)"
+                if has_model(self.settings)
+                else "no language model is configured (llm_url and llm_model, or `mnemo writer use`)"
             )
             return DistillQueued(queued=False, reason=reason)
         self.distilling.request(session)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from mnemo.config import Calibration, Settings
-from mnemo.distill.llm import LLM, Message
+from mnemo.distill.llm import ChatModel, Message
 from mnemo.distill.weights import weights_for
 from mnemo.errors import ConfigError, ModelError
 
@@ -101,7 +101,7 @@ class Decision:
     probabilities: dict[str, float]  # option meaning → calibrated probability (sums to 1)
     raw: dict[str, float]  # the normalised probabilities before calibration
     answered: str  # the option the model wrote
-    method: Literal["logprobs", "answer", "steps"]
+    method: Literal["logprobs", "answer", "steps", "schema"]
     calibrated: bool
 
     @property
@@ -122,7 +122,7 @@ SYSTEM_WORD = (
 
 class DecisionModel:
     def __init__(
-        self, llm: LLM, settings: Settings, questions: Mapping[str, ClosedQuestion] = QUESTIONS
+        self, llm: ChatModel, settings: Settings, questions: Mapping[str, ClosedQuestion] = QUESTIONS
     ) -> None:
         retired = sorted(set(settings.calibration) & RETIRED)
         if retired:
@@ -140,22 +140,41 @@ class DecisionModel:
                     f"calibration.{qid}.bias names unknown option(s) {', '.join(extra)}; "
                     f"options: {', '.join(questions[qid].options)}"
                 )
-        self._llm = llm
-        # The relation asked in steps, with its family's fitted weights (mnemo.distill.relation);
-        # such a small model also answers every closed question by word, not by letter.
-        self.steps = None if settings.relation_method == "one" else weights_for(llm.model)
+        self.llm = llm
+        # The relation asked in steps, with the model's weights — calibrated here, or shipped for its
+        # family (mnemo.distill.relation, mnemo.distill.weights); such a small model also answers
+        # every closed question by word, not by letter. A model without log-probabilities has none.
+        self.steps = (
+            None
+            if settings.relation_method == "one" or not llm.gives_logprobs
+            else weights_for(llm.model, settings)
+        )
         if self.steps is None and settings.relation_method == "steps":
             raise ConfigError(
-                f"relation_method is steps but no fitted weights ship for the model {llm.model!r}; "
+                f"relation_method is steps but the model {llm.model!r} has no weights (none ship for it, "
+                "`mnemo writer calibrate` fits them, and a model without log-probabilities has none); "
                 "set relation_method to one or auto"
             )
         self._calibration = {q: c for q, c in settings.calibration.items() if q not in RETIRED}
-        self._fallback = settings.decision_fallback_confidence
+        self.fallback = settings.decision_fallback_confidence
+
+    @property
+    def gives_logprobs(self) -> bool:
+        """False for a model that gives none (a host's CLI, or an endpoint found to give none):
+        the judge then asks at once, with a schema (:mod:`mnemo.distill.at_once`)."""
+        return self.llm.gives_logprobs
 
     def describe(self) -> str:
         """How decisions are made, for `mnemo status`: the relation's method and the calibration."""
+        if not self.gives_logprobs:
+            return (
+                f"{self.llm.endpoint}: every question about a new memory at once, with a schema; uncalibrated"
+            )
         if self.steps is not None:
-            how = f"relation in steps, weights fitted on {self.steps.fitted_on}; answers by word"
+            how = (
+                f"relation in steps, {self.steps.origin} weights fitted on {self.steps.fitted_on}; "
+                "answers by word"
+            )
         else:
             how = "relation in one question"
         fitted = ", ".join(f"{q} (T {c.temperature:g})" for q, c in sorted(self._calibration.items()))
@@ -164,7 +183,7 @@ class DecisionModel:
     def ask(self, question: ClosedQuestion, context: str) -> Decision:
         if self.steps is not None and not question.by_word:
             question = replace(question, by_word=True)
-        reply = self._llm.chat(
+        reply = self.llm.chat(
             [
                 Message("system", SYSTEM_WORD if question.by_word else SYSTEM),
                 Message("user", question.prompt(context)),
@@ -182,8 +201,8 @@ class DecisionModel:
                     f"not one of {', '.join(question.letters)}"
                 )
             meaning = answered_meaning(question, answered)
-            rest = (1 - self._fallback) / (len(question.options) - 1)
-            raw = {m: self._fallback if m == meaning else rest for m in question.options}
+            rest = (1 - self.fallback) / (len(question.options) - 1)
+            raw = {m: self.fallback if m == meaning else rest for m in question.options}
             return Decision(question.id, raw, raw, meaning, "answer", False)
         calibration = self._calibration.get(question.id)
         probabilities = calibrate(raw, calibration) if calibration is not None else raw

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from mnemo.distill.decide import option_probabilities, yes_no
 from mnemo.distill.durable import Durability
 from mnemo.distill.guard import overlap, words
-from mnemo.distill.llm import LLM, Message
+from mnemo.distill.llm import ChatModel, Message, UnusableAnswer, ask_until_usable
 from mnemo.distill.refusal import states_refused
 from mnemo.distill.said import is_question, states_lasting
 from mnemo.episodes import Episode, Role
@@ -142,7 +142,7 @@ LIGHT_QUESTION = (
 _LIGHT = yes_no("light", LIGHT_QUESTION, by_word=True)  # its answer read as the decision model's are
 
 
-def worth_extracting(llm: LLM, episodes: Sequence[Episode]) -> float:
+def worth_extracting(llm: ChatModel, episodes: Sequence[Episode]) -> float:
     """The light pass: the probability that ``episodes`` hold anything durable, from one closed
     question read from the first token's log-probabilities (1.0 when the endpoint gives none).
     It shares the extraction's system prompt and transcript, so the endpoint's prompt cache
@@ -150,6 +150,8 @@ def worth_extracting(llm: LLM, episodes: Sequence[Episode]) -> float:
     shown = transcript(episodes)
     if not shown:
         return 0.0
+    if not llm.gives_logprobs:  # a host's CLI: the call would read nothing and cost a message
+        return 1.0
     reply = llm.chat(
         [Message("system", SYSTEM), Message("user", "Transcript:\n" + shown + "\n\n" + LIGHT_QUESTION)],
         purpose="extract:light",
@@ -197,7 +199,7 @@ def uncovered_statements(
 
 
 def look_again(
-    llm: LLM, episodes: Sequence[Episode], drafts: Sequence[Draft], durability: Durability | None = None
+    llm: ChatModel, episodes: Sequence[Episode], drafts: Sequence[Draft], durability: Durability | None = None
 ) -> list[Draft]:
     """A small model's drafts, and what the person stated that they dropped: each uncovered
     statement extracted on its own, unless a draft already says it; a draft citing what the
@@ -236,7 +238,7 @@ def preferred(draft: Draft, episodes: Sequence[Episode]) -> Draft:
     return draft
 
 
-def extract(llm: LLM, episodes: Sequence[Episode], focus: Episode | None = None) -> list[Draft]:
+def extract(llm: ChatModel, episodes: Sequence[Episode], focus: Episode | None = None) -> list[Draft]:
     """Memories proposed from ``episodes``; raises ExtractionError after ATTEMPTS bad answers.
     With ``focus``, one of them: only the memory that line states, read with the lines around it."""
     if focus is not None:
@@ -252,27 +254,25 @@ def extract(llm: LLM, episodes: Sequence[Episode], focus: Episode | None = None)
             f"\n\nOnly the one memory the person states in [{focus.id}]: cite [{focus.id}] among its sources."
         )
     messages = [Message("system", SYSTEM), Message("user", ask)]
-    problem = ""
-    schema = answer_schema(list(by_id))
-    for _ in range(ATTEMPTS):
-        reply = llm.chat(messages, purpose="extract", max_tokens=MAX_REPLY_TOKENS, schema=schema)
-        try:
-            extraction = parse(reply.text, by_id)
-        except ValueError as exc:
-            problem = str(exc)
-            messages += [
-                Message("assistant", reply.text[:4_000]),
-                Message(
-                    "user", f"That answer is not usable: {problem}. Answer again with only the JSON object."
-                ),
-            ]
-            continue
-        shown_words = words(" ".join(e.text for e in by_id.values()))
-        memories = extraction.memories
-        if focus is not None:
-            memories = [m for m in memories if focus.id in m.sources][:1]
-        return [_draft(m, by_id, shown_words) for m in memories]
-    raise ExtractionError(f"the model's extraction was unusable after {ATTEMPTS} attempts: {problem}")
+    try:
+        extraction = ask_until_usable(
+            llm,
+            messages,
+            lambda text: parse(text, by_id),
+            attempts=ATTEMPTS,
+            purpose="extract",
+            max_tokens=MAX_REPLY_TOKENS,
+            schema=answer_schema(list(by_id)),
+        )
+    except UnusableAnswer as exc:
+        raise ExtractionError(
+            f"the model's extraction was unusable after {exc.attempts} attempts: {exc.problem}"
+        ) from None
+    shown_words = words(" ".join(e.text for e in by_id.values()))
+    memories = extraction.memories
+    if focus is not None:
+        memories = [m for m in memories if focus.id in m.sources][:1]
+    return [_draft(m, by_id, shown_words) for m in memories]
 
 
 def answer_schema(ids: Sequence[str]) -> dict[str, Any]:

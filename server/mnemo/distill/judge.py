@@ -4,7 +4,8 @@ For each candidate (up to 8 current memories in the same namespace, chosen by th
 nearest by vector, 3 by BM25, the rest by shared entities) the decision model says whether the new
 memory is the **same**, **updates** it, **contradicts** it, or is **unrelated**; and it answers
 three questions about the new memory alone: still true in a month? useful to another
-conversation? does the source back its why? Then, in this order:
+conversation? does the source back its why? A model without log-probabilities (a host's CLI) is
+asked all of them in one call, with a schema (:mod:`mnemo.distill.at_once`). Then, in this order:
 
 1. useful = no with p ≥ 0.6 → **episodes only**: nothing is stored, the episodes keep it;
 2. a candidate judged *same* with p ≥ 0.6, not vetoed by the guard → **merge**: the new
@@ -42,6 +43,7 @@ from enum import StrEnum
 
 import numpy as np
 
+from mnemo.distill.at_once import ask_at_once
 from mnemo.distill.cues import words_change, words_correction
 from mnemo.distill.decide import DURABLE, RELATION, USEFUL, WHY_BACKED, Decision, DecisionModel
 from mnemo.distill.extract import ExtractedMemory
@@ -128,14 +130,27 @@ def judge(
     """Decide what ``new`` does to ``candidates``, given the text it was extracted from."""
     new_text = statement(new.what, new.why, new.how)
     shown_source = source_fragments(source, new_text, embedder)
-    about = {"NEW memory": new_text, "SOURCE it comes from": shown_source}
-    context = "\n".join(f"{k}: {v}" for k, v in about.items())
-    about_new = {
-        USEFUL.id: decisions.ask(USEFUL, context),
-        DURABLE.id: decisions.ask(DURABLE, context),
-    }
-    if new.why.strip():
-        about_new[WHY_BACKED.id] = decisions.ask(WHY_BACKED, context)
+    candidates = candidates[:MAX_CANDIDATES]
+    relations: dict[str, Decision] = {}
+    if decisions.gives_logprobs:
+        about = {"NEW memory": new_text, "SOURCE it comes from": shown_source}
+        context = "\n".join(f"{k}: {v}" for k, v in about.items())
+        about_new = {
+            USEFUL.id: decisions.ask(USEFUL, context),
+            DURABLE.id: decisions.ask(DURABLE, context),
+        }
+        if new.why.strip():
+            about_new[WHY_BACKED.id] = decisions.ask(WHY_BACKED, context)
+    else:  # one call for everything (mnemo.distill.at_once)
+        existing = [(c.id, statement(c.what or c.content, c.why, c.how)) for c in candidates]
+        about_new, relations = ask_at_once(
+            decisions.llm,
+            new_text,
+            shown_source,
+            existing,
+            ask_why=bool(new.why.strip()),
+            fallback=decisions.fallback,
+        )
     stored = new
     why_backed = about_new.get(WHY_BACKED.id)
     if why_backed is not None and why_backed.probabilities["no"] >= THRESHOLD:
@@ -149,7 +164,9 @@ def judge(
             source=shown_source,
         )
 
-    comparisons = [relate(stored, existing, decisions, embedder) for existing in candidates[:MAX_CANDIDATES]]
+    comparisons = [
+        relate(stored, existing, decisions, embedder, relations.get(existing.id)) for existing in candidates
+    ]
     action, target, closes, reason = act(comparisons)
     return Judgement(
         action,
@@ -209,16 +226,22 @@ def guard_between(existing: Memory, new: ExtractedMemory) -> GuardVerdict:
 
 
 def relate(
-    new: ExtractedMemory, existing: Memory, decisions: DecisionModel, embedder: Embedder | None = None
+    new: ExtractedMemory,
+    existing: Memory,
+    decisions: DecisionModel,
+    embedder: Embedder | None = None,
+    relation: Decision | None = None,
 ) -> Comparison:
     """The relation of ``new`` to one current memory: the decision model's answer (in one question,
-    or in steps for a model family with fitted weights: :mod:`mnemo.distill.relation`), and the
-    guard's verdict on the two texts."""
+    or in steps for a model family with fitted weights: :mod:`mnemo.distill.relation`; or
+    ``relation``, already asked with the others at once), and the guard's verdict on the two texts."""
     new_text = statement(new.what, new.why, new.how)
     existing_text = statement(existing.what or existing.content, existing.why, existing.how)
     guard = guard_between(existing, new)
     barred = bars_same(existing, new, guard)
     apart = far_apart(existing.what or existing.content, new.what, embedder)
+    if relation is not None:
+        return Comparison(existing.id, existing_text, relation, guard, barred=barred, apart=apart)
     weights = decisions.steps
     if weights is not None:
         decision, values = ask_in_steps(decisions, existing_text, new_text, weights, embedder, guard)

@@ -16,13 +16,12 @@ file's text would hide the question after it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from mnemo.config import Settings
 from mnemo.config_sources import redact_dsn
-from mnemo.distill.meter import TokenMeter
 from mnemo.errors import ConfigError, ModelError
 from mnemo.secrets import redact
 
@@ -30,6 +29,7 @@ if TYPE_CHECKING:
     import openai
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 # OpenAI's limit on alternatives per token; llama.cpp and vLLM accept as many.
 MAX_TOP_LOGPROBS = 20
 
@@ -50,10 +50,41 @@ class Reply:
     completion_tokens: int
 
 
+class Meter(Protocol):
+    """What each call is checked against first and counted by after: the writer's
+    :class:`mnemo.distill.meter.TokenMeter` (the daily caps, usage kept in the store), or a run's
+    own count that needs no store (:class:`mnemo.distill.calibrate.CountingMeter`)."""
+
+    def check(self) -> None: ...
+
+    def record(self, model: str, purpose: str, prompt_tokens: int, completion_tokens: int) -> None: ...
+
+
+class ChatModel(Protocol):
+    """What the writer asks of its model: this module's :class:`LLM`, or a host's CLI
+    (:class:`mnemo.distill.hostcli.HostLLM`), chosen by :func:`mnemo.distill.backends.open_model`."""
+
+    model: str
+    endpoint: str
+    gives_logprobs: bool  # False: never any (the judge then asks with a schema)
+
+    def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        purpose: str,
+        max_tokens: int,
+        top_logprobs: int = 0,
+        schema: dict[str, Any] | None = None,
+    ) -> Reply: ...
+
+    def close(self) -> None: ...
+
+
 class LLM:
     """A configured endpoint and model. Thread-safe (the ``openai`` client is)."""
 
-    def __init__(self, settings: Settings, meter: TokenMeter) -> None:
+    def __init__(self, settings: Settings, meter: Meter) -> None:
         if not settings.llm_url:
             raise ConfigError("no language model is configured (settings llm_url and llm_model)")
         if not settings.llm_model:
@@ -63,6 +94,9 @@ class LLM:
         self._timeout_s = settings.llm_timeout_s
         self._retries = settings.llm_max_retries
         self._meter = meter
+        # Until a reply asked for log-probabilities comes without them (Anthropic's API behind a
+        # compatible proxy, some hosted APIs): then the judge asks at once, with a schema.
+        self.gives_logprobs = True
         # Whether the endpoint takes a JSON schema in response_format (llama.cpp's server, OpenAI,
         # vLLM and Ollama do): unknown until the first call that asks for one.
         self._takes_schema: bool | None = None
@@ -165,6 +199,9 @@ class LLM:
         completion_tokens = usage.completion_tokens if usage else len(text) // 4
         self._meter.record(self.model, purpose, prompt_tokens, completion_tokens)
         alternatives = None
+        if top_logprobs and (choice.logprobs is None or not choice.logprobs.content) and self.gives_logprobs:
+            logger.info("the model at %s gives no log-probabilities: the judge asks at once", self.endpoint)
+            self.gives_logprobs = False
         if top_logprobs and choice.logprobs is not None and choice.logprobs.content:
             first = choice.logprobs.content[0]
             alternatives = [(t.token, t.logprob) for t in first.top_logprobs] or [
@@ -176,3 +213,38 @@ class LLM:
 def _short(text: str, limit: int = 300) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[:limit] + "…"
+
+
+class UnusableAnswer(Exception):
+    """The model's answer was still unusable after the attempts: ``problem`` says what was wrong
+    with the last one. Callers raise their own ModelError with it."""
+
+    def __init__(self, problem: str, attempts: int) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.attempts = attempts
+
+
+def ask_until_usable(
+    llm: ChatModel,
+    messages: Sequence[Message],
+    parse: Callable[[str], T],
+    *,
+    attempts: int,
+    purpose: str,
+    max_tokens: int,
+    schema: dict[str, Any] | None,
+) -> T:
+    """``parse`` of the model's answer, asking again up to ``attempts`` times, each time with the
+    answer and what ``parse`` found wrong in it (its ValueError); UnusableAnswer after the last."""
+    asked = list(messages)
+    problem = ""
+    for _ in range(attempts):
+        reply = llm.chat(asked, purpose=purpose, max_tokens=max_tokens, schema=schema)
+        try:
+            return parse(reply.text)
+        except ValueError as exc:
+            problem = str(exc)
+            again = f"That answer is not usable: {problem}. Answer again with only the JSON object."
+            asked += [Message("assistant", reply.text[:4_000]), Message("user", again)]
+    raise UnusableAnswer(problem, attempts)

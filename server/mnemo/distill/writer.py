@@ -34,6 +34,7 @@ import numpy as np
 
 from mnemo.clock import utc_now
 from mnemo.code.anchors import anchor_distilled
+from mnemo.distill.at_once import JudgementError
 from mnemo.distill.decide import DecisionModel
 from mnemo.distill.durable import Durability
 from mnemo.distill.extract import (
@@ -49,7 +50,7 @@ from mnemo.distill.extract import (
 )
 from mnemo.distill.judge import THRESHOLD, Action, Judgement, judge, judge_log_row
 from mnemo.distill.lease import LeaseLostError, WriterLease
-from mnemo.distill.llm import LLM
+from mnemo.distill.llm import ChatModel
 from mnemo.distill.policy import Approval, is_tool_only
 from mnemo.embed import Embedder
 from mnemo.episodes import Episode, Role
@@ -94,7 +95,7 @@ class Distiller:
         self,
         store: Store,
         engine: RecallEngine,
-        llm: LLM,
+        llm: ChatModel,
         decisions: DecisionModel,
         clock: Callable[[], datetime] = utc_now,
         lease: WriterLease | None = None,
@@ -216,7 +217,12 @@ class Distiller:
             # Candidates too: an equivalent one folds into it and counts as seen again.
             candidates = [m for m in found if m is not None and _is_open(m)]
             source = transcript([by_id[s] for s in draft.memory.sources])
-            verdict = judge(draft.memory, candidates, source, self._decisions, self._embedder)
+            try:
+                verdict = judge(draft.memory, candidates, source, self._decisions, self._embedder)
+            except JudgementError as exc:  # a model without log-probabilities, answering unusably
+                logger.warning("distilling session %s failed: %s", batch.session, exc)
+                self._finish(batch, "failed", error=str(exc))
+                return BatchResult(batch)
             result.demoted += draft.demoted
             log.append(judge_log_row(batch.id, seq, batch.session, batch.namespace, memory.id, verdict, now))
             if verdict.action is Action.EPISODES_ONLY:
