@@ -193,8 +193,9 @@ class HostLLM:
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise ModelError(f"the {self.endpoint} could not say whether it is logged in: {exc}") from None
         if done.returncode != 0:
-            said = (done.stdout + done.stderr).strip().splitlines()
-            raise self._failure(said[-1] if said else "not logged in")
+            said = (done.stdout + done.stderr).strip().splitlines()  # warnings come with it
+            found = next((line for line in said if _LOGIN.search(line)), said[-1] if said else "")
+            raise self._failure(found or "not logged in")
         self._logged_in = True
 
     def _environment(self, max_tokens: int = 0) -> dict[str, str]:
