@@ -94,12 +94,15 @@ def test_a_bare_answer_gets_the_fallback_confidence_and_the_guard_still_vetoes_s
     llm_server: LLMServer, decisions: DecisionModel
 ) -> None:
     # As a small model writes it: no "sure", relations keyed by id.
-    _answer(llm_server, {"useful": "yes", "durable": "yes", "existing": {"E1": "same"}})
+    _answer(
+        llm_server, {"useful": "yes", "durable": {"answer": "yes", "sure": 90}, "existing": {"E1": "same"}}
+    )
     verdict = judge(
         _new("The gateway cuts idle connections at 600 s"), [TIMEOUT], "bo: 600 s now", decisions, None
     )
     comparison = verdict.comparisons[0]
     assert comparison.relation.probabilities["same"] == pytest.approx(decisions.fallback)
+    assert verdict.about_new["durable"].probabilities["yes"] == pytest.approx(0.9)  # "sure": 90 read as 90 %
     assert comparison.barred and verdict.action != Action.MERGE
 
 

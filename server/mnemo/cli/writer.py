@@ -53,7 +53,6 @@ def cmd_judge_log(args: argparse.Namespace, context: Context) -> int:
 # What `writer use` writes, and the model it suggests: a host's default model is its largest.
 _HOST_SETTINGS = ("llm_backend", "llm_host_model", "llm_host_command", "llm_host_url")
 _DEFAULT_MODEL = {"claude-code": "haiku", "codex": ""}
-_COMMAND = {"claude-code": "claude", "codex": "codex"}
 
 
 def cmd_writer_use(args: argparse.Namespace, context: Context) -> int:
@@ -63,6 +62,7 @@ def cmd_writer_use(args: argparse.Namespace, context: Context) -> int:
     from mnemo.client.launcher import stop_daemon  # noqa: PLC0415
     from mnemo.config import HOST_CALLS_PER_MINUTE, HOST_DAILY_CALLS  # noqa: PLC0415
     from mnemo.config_sources import write_settings  # noqa: PLC0415
+    from mnemo.distill.hostcli import COMMANDS  # noqa: PLC0415
 
     settings = context.settings()
     backend = "openai" if args.backend == "off" else args.backend
@@ -73,7 +73,7 @@ def cmd_writer_use(args: argparse.Namespace, context: Context) -> int:
             raise InputError("--model, --command and --url are for claude-code and codex")
         values["llm_backend"] = "openai"
     else:
-        command = args.cli or _COMMAND[backend]
+        command = args.cli or COMMANDS[backend]
         if shutil.which(command) is None:
             raise InputError(f"{command!r} is not found: install {backend} (or give --command PATH) first")
         model = _DEFAULT_MODEL[backend] if args.model is None else args.model
@@ -90,7 +90,7 @@ def cmd_writer_use(args: argparse.Namespace, context: Context) -> int:
         )
         write(f"the writer now uses {where}; written to {settings.config_file}")
     else:
-        login = f"{args.url} (llm_api_key)" if args.url else f"{_COMMAND[backend]}'s own login, nothing else"
+        login = f"{args.url} (llm_api_key)" if args.url else f"{COMMANDS[backend]}'s own login, nothing else"
         calls = settings.llm_daily_call_cap
         cap = HOST_DAILY_CALLS if calls == "auto" else calls
         pace = settings.llm_calls_per_minute

@@ -169,7 +169,7 @@ def _parse(
 def _loosen(data: dict[str, Any], about: Sequence[ClosedQuestion]) -> None:
     """The shapes models write beside the schema's, made the schema's: a bare answer
     (``"useful": "yes"``), relations keyed by id (``"existing": {"E1": "updates"}``), a relation
-    named ``relation`` (the schema's name) rather than ``answer``."""
+    named ``relation`` (the schema's name) rather than ``answer``, how sure as a percentage."""
     for question in about:
         if isinstance(data.get(question.id), str):
             data[question.id] = {"answer": data[question.id]}
@@ -179,6 +179,10 @@ def _loosen(data: dict[str, Any], about: Sequence[ClosedQuestion]) -> None:
     for item in existing if isinstance(existing, list) else []:
         if isinstance(item, dict) and "answer" not in item and "relation" in item:
             item["answer"] = item["relation"]
+    answers = [data.get(q.id) for q in about] + (existing if isinstance(existing, list) else [])
+    for item in answers:  # "sure": 90 meant as a percentage
+        if isinstance(item, dict) and isinstance(sure := item.get("sure"), int | float) and 1 < sure <= 100:
+            item["sure"] = sure / 100
 
 
 def _decision(question: ClosedQuestion, given: _Answer, where: str, fallback: float) -> Decision:
