@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from mnemo.distill.decide import option_probabilities, yes_no
 from mnemo.distill.durable import Durability
 from mnemo.distill.guard import overlap, words
-from mnemo.distill.llm import ChatModel, Message, UnusableAnswer, ask_until_usable
+from mnemo.distill.llm import ChatModel, Message, UnusableAnswer, ask_until_usable, json_object
 from mnemo.distill.refusal import states_refused
 from mnemo.distill.said import is_question, states_lasting
 from mnemo.episodes import Episode, Role
@@ -319,14 +319,7 @@ def _bound(model: type[BaseModel], field: str) -> int:
 
 def parse(text: str, by_id: dict[str, Episode]) -> Extraction:
     """The validated extraction in a model's answer, or ValueError naming what is wrong."""
-    body = re.sub(r"^\s*```(?:json)?\s*|\s*```\s*$", "", text.strip())
-    start, end = body.find("{"), body.rfind("}")
-    if start < 0 or end < start:
-        raise ValueError("no JSON object in the answer")
-    try:
-        data = json.loads(body[start : end + 1])
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"broken JSON ({exc.msg} at character {exc.pos})") from None
+    data = json_object(text)
     try:
         extraction = Extraction.model_validate(data)
     except ValidationError as exc:

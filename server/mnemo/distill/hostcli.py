@@ -42,7 +42,7 @@ from typing import Any
 from mnemo.clock import utc_now
 from mnemo.config import Settings
 from mnemo.config_sources import redact_dsn
-from mnemo.distill.llm import Message, Meter, Reply
+from mnemo.distill.llm import Message, Meter, Reply, json_object
 from mnemo.errors import ConfigError, ModelError, TokenCapError
 from mnemo.secrets import redact
 
@@ -62,7 +62,6 @@ _LIMIT = re.compile(
 _LOGIN = re.compile(r"not logged in|/login|invalid api key|authenticat|unauthori[sz]ed|\b401\b", re.I)
 MIN_OUTPUT_TOKENS = 512
 _LIMIT_PAUSE = timedelta(hours=1)  # when the host does not say when its limit resets
-_FENCE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$")
 _CODEX_OFF = ("hooks", "goals", "multi_agent", "shell_tool", "plugins", "apps", "image_generation",
               "view_image", "skill_search")  # fmt: skip
 
@@ -321,11 +320,9 @@ def _structured(text: str) -> dict[str, Any] | None:
     """The JSON object in an answer asked for with a schema: as given, in a code fence, or wrapped
     as a call of Claude Code's StructuredOutput tool written out as text (small models do). None
     when there is none: the caller validates the text and says what is wrong."""
-    body = _FENCE.sub("", text.strip())
-    start, end = body.find("{"), body.rfind("}")
     try:
-        value = json.loads(body[start : end + 1]) if 0 <= start < end else None
-    except json.JSONDecodeError:
+        value = json_object(text)
+    except ValueError:
         return None
     if not isinstance(value, dict):
         return None

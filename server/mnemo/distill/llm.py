@@ -15,7 +15,9 @@ file's text would hide the question after it.
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
@@ -248,3 +250,20 @@ def ask_until_usable(
             again = f"That answer is not usable: {problem}. Answer again with only the JSON object."
             asked += [Message("assistant", reply.text[:4_000]), Message("user", again)]
     raise UnusableAnswer(problem, attempts)
+
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$")
+
+
+def json_object(text: str) -> Any:
+    """The JSON value from the first ``{`` to the last ``}`` of a model's answer, a code fence
+    around it ignored; ValueError naming what is wrong (the extraction, the judgement at once and a
+    host's structured answer read answers this way)."""
+    body = _FENCE.sub("", text.strip())
+    start, end = body.find("{"), body.rfind("}")
+    if start < 0 or end < start:
+        raise ValueError("no JSON object in the answer")
+    try:
+        return json.loads(body[start : end + 1])
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"broken JSON ({exc.msg} at character {exc.pos})") from None
