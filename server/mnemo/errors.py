@@ -116,6 +116,13 @@ class ModelError(MnemoError):
     http_status = 502
 
 
+class StoppedError(ModelError):
+    """The daemon is stopping: a model call under way was left unanswered, and its batch is
+    redone at the next start (its extraction reused when it was kept)."""
+
+    http_status = 503
+
+
 class TokenCapError(ModelError):
     """Today's token or call cap (llm_daily_token_cap, llm_daily_call_cap) is spent, or the model's
     host answered that its usage limit is reached: model work waits until ``resumes_at`` (when
@@ -147,6 +154,7 @@ ERRORS_BY_NAME: dict[str, type[MnemoError]] = {
         DaemonUnavailableError,
         ModelError,
         TokenCapError,
+        StoppedError,
     )
 }
 

@@ -121,6 +121,42 @@ def test_a_daemon_killed_mid_distillation_redoes_the_batch_exactly_once(
     assert entry["action"] == "add"
 
 
+def test_a_stop_during_a_model_call_that_never_answers_stops_at_once_and_the_batch_is_redone(
+    home: Home, llm_server: LLMServer
+) -> None:
+    _script(llm_server)
+    llm_server.delay_s = 3600.0  # accepts, never answers; llm_timeout_s stays at its default
+    configured = _configured(home, llm_server, MNEMO_DISTILL_IDLE_S="3600")
+
+    async def start() -> int:
+        async with DaemonClient(configured.settings) as client:
+            await client.append(EPISODES)
+            assert (await client.distil("s2")).queued
+        with anyio.fail_after(60):  # the daemon calls the model
+            while not llm_server.requests:
+                await anyio.sleep(0.05)
+        pid = daemon_pid(configured.settings)
+        assert pid is not None
+        return pid
+
+    pid = anyio.run(start)
+    stopped = configured.mnemo("daemon", "stop", check=False)
+    assert stopped.returncode == 0, stopped.stderr
+    wait_until(lambda: not is_alive(pid), timeout_s=5, what="the stopped daemon to be gone")
+    log = configured.settings.log_path.read_text(errors="replace")
+    assert "the daemon stopped while the model" in log or "daemon is stopping" in log
+    llm_server.delay_s = 0.0
+
+    async def restart() -> list[str]:
+        async with DaemonClient(configured.settings) as client:
+            await client.ensure_started()  # a new daemon: it redoes the batch left started
+            await _wait_for(client, lambda s: s.distillation.batches_done >= 1)
+            found = await client.recall(RecallRequest(query="what day do we deploy?", limit=10))
+            return [hit.memory.what for hit in found.memories]
+
+    assert anyio.run(restart).count("The shop is deployed on Tuesdays") == 1
+
+
 def _open_when_free(dsn: str) -> ClickHouseStore:
     opened: list[ClickHouseStore] = []
 

@@ -43,7 +43,7 @@ from mnemo.clock import utc_now
 from mnemo.config import Settings
 from mnemo.config_sources import redact_dsn
 from mnemo.distill.llm import Message, Meter, Reply, json_object
-from mnemo.errors import ConfigError, ModelError, TokenCapError
+from mnemo.errors import ConfigError, ModelError, StoppedError, TokenCapError
 from mnemo.secrets import redact
 
 COMMANDS = {"claude-code": "claude", "codex": "codex"}
@@ -214,7 +214,7 @@ class HostLLM:
         """The CLI's stdout; ModelError when it times out or exits with nothing to read."""
         with self._lock:
             if self._closed:
-                raise ModelError(f"the {self.endpoint} is closed: the daemon is stopping")
+                raise StoppedError(f"the {self.endpoint} is closed: the daemon is stopping")
             process = subprocess.Popen(
                 argv,
                 stdin=subprocess.PIPE,

@@ -18,13 +18,14 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from mnemo.config import Settings
 from mnemo.config_sources import redact_dsn
-from mnemo.errors import ConfigError, ModelError
+from mnemo.errors import ConfigError, ModelError, StoppedError
 from mnemo.secrets import redact
 
 if TYPE_CHECKING:
@@ -102,6 +103,7 @@ class LLM:
         # Whether the endpoint takes a JSON schema in response_format (llama.cpp's server, OpenAI,
         # vLLM and Ollama do): unknown until the first call that asks for one.
         self._takes_schema: bool | None = None
+        self._stopped = threading.Event()
         import openai  # noqa: PLC0415 - only once a model is configured (the docstring)
 
         self._client = openai.OpenAI(
@@ -113,6 +115,9 @@ class LLM:
         )
 
     def close(self) -> None:
+        """Stop: a call under way returns at once with StoppedError (the request itself is left
+        to its thread, which ends with the process), and no call starts after."""
+        self._stopped.set()
         self._client.close()
 
     def chat(
@@ -154,6 +159,34 @@ class LLM:
         return self._reply(response, messages, purpose, top_logprobs)
 
     def _create(self, messages: Sequence[Message], max_tokens: int, extra: dict[str, Any]) -> Any:
+        """The endpoint's response, from a thread of its own: a blocking HTTP call cannot be
+        interrupted, so a stop (:meth:`close`) returns from the wait at once and leaves the
+        request to its thread — a daemon stops within a second, not after ``llm_timeout_s``."""
+        outcome: list[Any] = []
+        answered = threading.Event()
+
+        def call() -> None:
+            try:
+                outcome.append(self._request(messages, max_tokens, extra))
+            except BaseException as exc:  # handed to the waiting thread, whatever it is
+                outcome.append(exc)
+            finally:
+                answered.set()
+
+        if self._stopped.is_set():
+            raise StoppedError(f"the model at {self.endpoint} is closed: the daemon is stopping")
+        threading.Thread(target=call, name="mnemo-model-call", daemon=True).start()
+        while not answered.wait(0.1):
+            if self._stopped.is_set():
+                raise StoppedError(
+                    f"the daemon stopped while the model at {self.endpoint} was answering; "
+                    "the batch is redone at the next start"
+                )
+        if isinstance(outcome[0], BaseException):
+            raise outcome[0]
+        return outcome[0]
+
+    def _request(self, messages: Sequence[Message], max_tokens: int, extra: dict[str, Any]) -> Any:
         """The endpoint's response; ModelError naming what failed — except a refused request that
         carried a JSON schema, raised as it is for chat() to ask again without."""
         import openai  # noqa: PLC0415
