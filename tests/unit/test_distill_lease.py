@@ -159,4 +159,7 @@ def test_a_writer_paused_between_its_check_and_its_commit_writes_nothing(
     a.check = check_then_sleep  # type: ignore[method-assign]
     with pytest.raises(LeaseLostError, match="moved on before daemon-a's commit; nothing was written"):
         writer_a.distil_session("s2")
+    assert store.judge_log(10) == []  # the judgement of a commit the store refused is not told
     _b_redoes_the_batch_a_left(store, b, writer_b)
+    [told] = store.judge_log(10)  # one story for the batch: b's, whose commit landed
+    assert told.batch == store.last_batch().id and told.action == "add"

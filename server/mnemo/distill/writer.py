@@ -265,11 +265,13 @@ class Distiller:
             self._lease.check()  # a writer that lost the lease stops before it writes
         with self._store.versions_lock:  # no review step or forget between the check and the commit
             rows = self._unmoved(list(pending.values()))
-            self._store.put_judge_log(log)
             if rows:
                 entities = {entity_key(e.name): e.name for m in rows for e in m.entities}
                 self._store.upsert_entities([(k, name, []) for k, name in entities.items()])
                 self._commit(rows, batch=batch.id)
+            # After the commit: a writer fenced out of it (LeaseLostError) leaves no judgement,
+            # so the log tells the story of the commit that landed, the new holder's redo.
+            self._store.put_judge_log(log)
             self._finish(batch, "done", memories=len(result.added))
             self._index(rows, vectors)
         return result
