@@ -238,7 +238,7 @@ class Tally:
     foreign_stdout: int = 0
     examples: list[str] = field(default_factory=list)  # the first few inputs that failed
 
-    def count(self, outcome: Outcome, sent: bytes, is_error: bool = False) -> None:
+    def count(self, outcome: Outcome, sent: bytes, is_error: bool = False, detail: str = "") -> None:
         self.calls += 1
         if outcome is Outcome.ANSWERED:
             self.answered += 1
@@ -250,23 +250,32 @@ class Tally:
             self.crashes += outcome is Outcome.CRASH
             self.wrong += outcome is Outcome.WRONG
             if len(self.examples) < 5:
-                self.examples.append(f"{outcome.value}: {sent[:300]!r}")
+                said = f" → {detail}" if detail else ""
+                self.examples.append(f"{outcome.value}: {sent[:300]!r}{said}")
 
 
 def post_hook(http: httpx2.Client, event: str, body: bytes) -> tuple[Outcome, bool]:
     """POST a hook input to the daemon: answered (2xx with what a hook may print, or 4xx: the
     host's error), a crash (5xx, a 2xx with anything else, or no daemon), or a hang."""
+    outcome, is_error, _ = post_hook_said(http, event, body)
+    return outcome, is_error
+
+
+def post_hook_said(http: httpx2.Client, event: str, body: bytes) -> tuple[Outcome, bool, str]:
+    """:func:`post_hook`, with what the daemon answered when it failed (status and body, or the
+    transport's error), for a failure's report."""
     try:
         response = http.post(f"/v1/hooks/{event}?client=claude-code", content=body, timeout=ANSWER_TIMEOUT_S)
     except httpx2.TimeoutException:
-        return Outcome.HANG, False
-    except httpx2.TransportError:
-        return Outcome.CRASH, False
+        return Outcome.HANG, False, f"no answer within {ANSWER_TIMEOUT_S:g} s"
+    except httpx2.TransportError as exc:
+        return Outcome.CRASH, False, f"{type(exc).__name__}: {exc}"
+    said = f"HTTP {response.status_code}: {response.content[:300]!r}"
     if response.status_code >= 500:
-        return Outcome.CRASH, False
+        return Outcome.CRASH, False, said
     if response.status_code < 300 and response.content and not is_hook_output(response.content):
-        return Outcome.CRASH, False
-    return Outcome.ANSWERED, response.status_code >= 400
+        return Outcome.CRASH, False, said
+    return Outcome.ANSWERED, response.status_code >= 400, ""
 
 
 def is_hook_output(printed: bytes) -> bool:

@@ -1,18 +1,22 @@
 """Fuzz what a host reaches — mnemo-mcp's stdin and the daemon's hook route — for a while, and
 print what happened: calls made, errors answered, crashes, hangs, foreign stdout lines.
 
-    uv run --frozen python tools/fuzz_surfaces.py --minutes 10
+    uv run --frozen python tools/fuzz_surfaces.py --minutes 10 [--load 2] [--surface hooks]
 
 The inputs are tests/fuzzing.py's hypothesis strategies (the same as tests/daemon/test_fuzz.py, which
 runs a bounded number in CI), drawn here in rounds of fresh random examples with no shrinking: a
-hang or a crash is counted, its input printed, and the server restarted. Half the time goes to
-each surface. Everything runs in a MNEMO_HOME of its own under /tmp, removed at the end.
+hang or a crash is counted, its input printed with what the daemon answered, and the server
+restarted. Half the time goes to each surface (all of it to one with ``--surface``). ``--load N``
+runs N busy processes beside it the whole time (a loaded machine: some failures showed only
+then). The daemon's log lines at WARNING and above are printed at the end. Everything runs in a
+MNEMO_HOME of its own under /tmp, removed at the end.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -24,7 +28,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the strategies live with the tests
 from mnemo.client.launcher import daemon_pid, ensure_daemon
 from mnemo.config import Settings
-from tests.fuzzing import Outcome, Tally, drive_mcp, hook_inputs, mcp_lines, post_hook
+from tests.fuzzing import Outcome, Tally, drive_mcp, hook_inputs, mcp_lines, post_hook_said
 from tests.helpers import BIN, isolated_home
 from tests.mcp_wire import RawSession
 
@@ -80,8 +84,8 @@ def fuzz_hooks(home_settings: Settings, seconds: float, tally: Tally) -> None:
         def one_round(sent: tuple[str, bytes]) -> None:
             if time.monotonic() > deadline:
                 return
-            outcome, is_error = post_hook(http, *sent)
-            tally.count(outcome, sent[0].encode() + b" " + sent[1], is_error)
+            outcome, is_error, said = post_hook_said(http, *sent)
+            tally.count(outcome, sent[0].encode() + b" " + sent[1], is_error, said)
             if outcome is Outcome.CRASH and daemon_pid(home_settings) is None:
                 ensure_daemon(home_settings)  # counted; the run goes on with a new daemon
 
@@ -115,17 +119,35 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=10.0, help="total time, split between the two")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--load", type=int, default=0, help="busy processes beside the run")
+    parser.add_argument("--surface", choices=["both", "mcp", "hooks"], default="both")
     args = parser.parse_args()
-    half_s = args.minutes * 60 / 2
+    shares = {"both": (0.5, 0.5), "mcp": (1.0, 0.0), "hooks": (0.0, 1.0)}[args.surface]
     mcp, hooks = Tally(), Tally()
-    with isolated_home() as home:
-        started = time.monotonic()
-        fuzz_mcp(home.env, home.path / "mcp.stderr", half_s, mcp)
-        mcp_s = time.monotonic() - started
-        started = time.monotonic()
-        fuzz_hooks(home.settings, half_s, hooks)
-        hooks_s = time.monotonic() - started
-        figures = [report("mnemo-mcp", mcp, mcp_s), report("hooks", hooks, hooks_s)]
+    load = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(max(0, args.load))]
+    try:
+        with isolated_home() as home:
+            started = time.monotonic()
+            if shares[0]:
+                fuzz_mcp(home.env, home.path / "mcp.stderr", args.minutes * 60 * shares[0], mcp)
+            mcp_s = time.monotonic() - started
+            started = time.monotonic()
+            if shares[1]:
+                fuzz_hooks(home.settings, args.minutes * 60 * shares[1], hooks)
+            hooks_s = time.monotonic() - started
+            figures = [report("mnemo-mcp", mcp, mcp_s), report("hooks", hooks, hooks_s)]
+            logged = home.settings.log_path
+            warned = [
+                line
+                for line in (logged.read_text(errors="replace").splitlines() if logged.exists() else [])
+                if " WARNING " in line or " ERROR " in line or "Traceback" in line
+            ]
+            print(f"daemon log: {len(warned)} lines at WARNING or above")
+            for line in warned[:20]:
+                print(f"    {line[:300]}")
+    finally:
+        for busy in load:
+            busy.kill()
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
     failed = sum(t.crashes + t.hangs + t.wrong + t.foreign_stdout for t in (mcp, hooks))
