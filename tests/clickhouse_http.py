@@ -8,9 +8,13 @@ not, chunked or not), errors as ClickHouse writes them (status 500, ``X-ClickHou
 
 Users: the fixture takes the user a client names (HTTP basic auth, as clickhouse-connect sends
 it, or ``X-ClickHouse-User``; ``default`` when none) and answers ``currentUser()`` with it, so
-that each daemon is a person as on a server. It checks no password, but for the users given one
-with ``--password USER=SECRET``: a wrong one is answered as ClickHouse answers it
-(AUTHENTICATION_FAILED, code 516), so that mnemo's message for bad credentials can be tested.
+that each daemon is a person as on a server. A column MATERIALIZED ``currentUser()`` (mnemo's
+``written_by``) stamps each insert with its user too: before an insert by another user than the
+last, the fixture sets the expression of every such column to that user's name (chDB has one
+user), so rows carry who wrote them as a server's would; DDL keeps ``currentUser()`` as written.
+It checks no password, but for the users given one with ``--password USER=SECRET``: a wrong one
+is answered as ClickHouse answers it (AUTHENTICATION_FAILED, code 516), so that mnemo's message
+for bad credentials can be tested.
 
 ``--version V`` makes it answer ``version()`` with V, and, for a V older than 19, fail the query
 clickhouse-connect's handshake sends as ClickHouse 18.16 does ("Unknown identifier: readonly"):
@@ -46,6 +50,8 @@ from urllib.parse import parse_qsl, urlsplit
 _FORMAT = re.compile(rb"\bFORMAT\s+(\w+)\s*;?\s*$", re.IGNORECASE)
 _INSERT = re.compile(rb"^\s*INSERT\s+INTO\s+(.+?)\s+FORMAT\s+(\w+)[ \t]*\r?\n?", re.IGNORECASE | re.DOTALL)
 _CODE = re.compile(r"Code:\s*(\d+)")
+_INSERT_ANY = re.compile(rb"^\s*INSERT\b", re.IGNORECASE)
+_DDL = re.compile(rb"^\s*(ALTER|CREATE)\b", re.IGNORECASE)
 _CURRENT_USER = re.compile(r"\bcurrentUser\(\s*\)", re.IGNORECASE)
 _VERSION = re.compile(r"\bversion\(\s*\)", re.IGNORECASE)
 
@@ -83,12 +89,14 @@ class _Engine:
         self._version = version
         self._lock = threading.Lock()
         self._database = "default"
+        self._stamped = ""
 
     def run(
         self, sql: bytes, params: dict[str, str], database: str, data: bytes | None, user: str
     ) -> tuple[bytes, str]:
         literal = "'" + user.replace("\\", "\\\\").replace("'", "\\'") + "'"
-        sql = _CURRENT_USER.sub(literal, sql.decode()).encode()
+        if not _DDL.match(sql):  # a column's expression is the server's, evaluated at each insert
+            sql = _CURRENT_USER.sub(literal, sql.decode()).encode()
         if self._version:
             if int(self._version.split(".")[0]) < 19 and b"readonly" in sql:
                 raise RuntimeError("Code: 47. DB::Exception: Unknown identifier: readonly")
@@ -97,7 +105,11 @@ class _Engine:
         with self._lock:
             if database and database != self._database:
                 self._conn.query(f"USE `{database}`", "TabSeparated")
-                self._database = database
+                self._database, self._stamped = database, ""
+            if _DDL.match(sql):
+                self._stamped = ""  # a migration may have added or changed a stamp
+            if _INSERT_ANY.match(sql):
+                self._stamp(literal)
             if data is not None:
                 # INSERT … FORMAT Native with its data in the body: chDB reads data from a file.
                 insert = _INSERT.match(sql)
@@ -116,6 +128,25 @@ class _Engine:
                 text = sql[: found.start()].decode()
             result = self._conn.query(text, fmt, params=params)
             return (result.bytes() or b""), fmt
+
+    def _stamp(self, literal: str) -> None:
+        """Make every ``written_by`` column (MATERIALIZED ``currentUser()`` on a server) stamp this
+        insert's user, as a server stamps it: chDB has one user, so its expression is set to the
+        inserting user's name before the insert (a change of metadata only; rows keep theirs)."""
+        if literal == self._stamped:
+            return
+        found = self._conn.query(
+            "SELECT table FROM system.columns WHERE database = currentDatabase() "
+            "AND name = 'written_by' AND default_kind = 'MATERIALIZED'",
+            "TabSeparated",
+        )
+        for table in (found.bytes() or b"").decode().split():
+            self._conn.query(
+                f"ALTER TABLE `{table}` MODIFY COLUMN written_by LowCardinality(String) "
+                f"MATERIALIZED {literal}",
+                "TabSeparated",
+            )
+        self._stamped = literal
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -10,7 +10,10 @@ table with the median and p95:
 
 - staleness: a memory remembered through one daemon (the writers take turns), the time until
   every other daemon's recall returns it, asked every 20 ms through each daemon's own client;
-- the poll on an idle store: one poll's query (what changed since now), from this process;
+  and an episode recorded through one, the time until every other daemon's ``recall_episode``
+  (by query) returns it;
+- the poll on an idle store: one poll's queries (the memory versions and the episodes committed
+  since now), from this process;
 - an idle daemon's CPU: its user + system time over ``--idle-s`` seconds with nothing written;
 - a takeover (``--takeovers`` of them): a holder stops renewing; from its lease's expiry (by the
   server's clock) until the next holder's first batch is committed through the fence, with the
@@ -38,12 +41,13 @@ from pathlib import Path
 import anyio
 
 from bench_store import fresh_home, percentile  # tools/bench_store.py, beside this script
-from mnemo.api.recall import RecallRequest
+from mnemo.api.recall import RecallEpisodeRequest, RecallRequest
 from mnemo.client.launcher import stop_daemon
 from mnemo.client.typed import DaemonClient
 from mnemo.config import Settings, load_settings
 from mnemo.daemon.distilling import POLL_S
 from mnemo.distill.lease import WriterLease
+from mnemo.episodes import EpisodeIn
 from mnemo.memories import RememberRequest
 from mnemo.store import open_store
 from mnemo.vocabulary import MemoryType
@@ -75,9 +79,11 @@ def daemon_settings(store: str, count: int) -> list[Settings]:
     return made
 
 
-async def staleness(settings: list[Settings], writes: int) -> list[float]:
-    """Seconds from a remember's answer until every other daemon recalls the memory."""
+async def staleness(settings: list[Settings], writes: int) -> tuple[list[float], list[float]]:
+    """Seconds from a remember's answer until every other daemon recalls the memory; and from an
+    episode's append until every other daemon's episode recall finds it."""
     waits: list[float] = []
+    episode_waits: list[float] = []
     async with contextlib.AsyncExitStack() as stack:
         clients = [await stack.enter_async_context(DaemonClient(s)) for s in settings]
         for client in clients:
@@ -100,7 +106,21 @@ async def staleness(settings: list[Settings], writes: int) -> list[float]:
                         break
                     await anyio.sleep(0.02)
             waits.append(time.perf_counter() - written)
-    return waits
+            said = f"episodetoken{i:04d}y"
+            [appended] = await writer.append(
+                [EpisodeIn(text=f"we turned {said} on today", session=f"bench-{i}", namespace=NS)]
+            )
+            recorded = time.perf_counter()
+            for reader in clients:
+                if reader is writer:
+                    continue
+                while True:
+                    hits = await reader.recall_episodes(RecallEpisodeRequest(query=said, namespace=NS))
+                    if any(h.episode.id == appended.id for h in hits.episodes):
+                        break
+                    await anyio.sleep(0.02)
+            episode_waits.append(time.perf_counter() - recorded)
+    return waits, episode_waits
 
 
 def poll_query(store_url: str, repeats: int) -> list[float]:
@@ -111,6 +131,7 @@ def poll_query(store_url: str, repeats: int) -> list[float]:
         for _ in range(repeats):
             started = time.perf_counter()
             store.memory_changes((clock, "", 0), 1_000)
+            store.episode_changes((clock, ""), 1_000)
             times.append(time.perf_counter() - started)
         return times
     finally:
@@ -178,7 +199,7 @@ def main() -> int:
         url = args.store or stack.enter_context(fixture_server())
         settings = daemon_settings(url, args.daemons)
         try:
-            waits = anyio.run(staleness, settings, args.writes)
+            waits, episode_waits = anyio.run(staleness, settings, args.writes)
             polls = poll_query(url, 200)
             idle = daemon_cpu_s(settings[0], args.idle_s)
             taken = takeovers(url, args.takeovers)
@@ -201,7 +222,12 @@ def main() -> int:
         f"| {percentile(waits, 0.95) * 1000:,.0f} ms |"
     )
     print(
-        f"| one poll's query on an idle store | {statistics.median(polls) * 1000:.1f} ms "
+        "| staleness: an episode recorded on one, found by every other's recall_episode "
+        f"| {statistics.median(episode_waits) * 1000:,.0f} ms "
+        f"| {percentile(episode_waits, 0.95) * 1000:,.0f} ms |"
+    )
+    print(
+        f"| one poll's queries on an idle store | {statistics.median(polls) * 1000:.1f} ms "
         f"| {percentile(polls, 0.95) * 1000:.1f} ms |"
     )
     print(f"| an idle daemon's CPU | {idle / args.idle_s * 100:.2f} % of a core over {args.idle_s:g} s | |")

@@ -62,7 +62,7 @@ def test_setup_apply_makes_the_schema_then_stops_where_the_server_refuses_access
     admin = _on(home, server_url, "admin", "applied")
     refused = admin.mnemo("server", "setup", "--member", "ana", "--apply", check=False)
     assert refused.returncode == 1 and "Traceback" not in refused.stderr
-    assert "the server refused statement 2 of 26 (CREATE ROLE IF NOT EXISTS `mnemo_member`" in refused.stderr
+    assert "the server refused statement 2 of 27 (CREATE ROLE IF NOT EXISTS `mnemo_member`" in refused.stderr
     assert "necessary to have the grant CREATE ROLE" in refused.stderr
     assert "as a user with access management (an admin)" in refused.stderr
     assert "database applied" in refused.stdout  # the schema part ran first

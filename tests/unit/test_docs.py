@@ -67,7 +67,7 @@ def test_the_team_compose_file_uses_only_real_settings_and_commands() -> None:
     assert named and {n.lower() for n in named} <= fields, named
     parser = build_parser(list(GROUPS))
     commands = re.findall(r"\bmnemo ((?:server|daemon) [a-z]+(?: --[a-z-]+(?: [a-z]+)?)*)", text)
-    assert "daemon run" in commands and "server setup --apply --member writer" in commands
+    assert "daemon run" in commands and "server setup --apply --writer writer" in commands
     for command in commands:
         words = [w for w in command.split() if not w.startswith("$")]
         parser.parse_args(words)  # exits (SystemExit) on a command mnemo does not have

@@ -5,6 +5,11 @@ every statement parses (``EXPLAIN AST``, the server's own parser), the cluster r
 statement (``formatQuery``), and each policy's condition, with ``currentUser()`` set to a member,
 selects exactly that member's rows of the real tables. That the server applies a policy to a
 member and not to others awaits a real server.
+
+The stamp of who wrote a row (``written_by``, MATERIALIZED ``currentUser()``) is shown the same
+way: chDB refuses an INSERT that names it, as a server does, and the rows a policy keeps are read
+with each row's stamp given as the server would give it (the column's expression set to that
+user's name for the insert: chDB has one user).
 """
 
 from __future__ import annotations
@@ -19,12 +24,16 @@ from mnemo.errors import InputError, StoreError
 from mnemo.store import ClickHouseStore, open_store
 from mnemo.store.access import (
     PERSON_CONDITION,
+    ROLE_SETTINGS,
     AccessPlan,
     namespace_condition,
     parse_workspace_grants,
+    read_condition,
     setup_statements,
 )
-from mnemo.store.migrations import CREATE_VERSION_TABLE, MIGRATIONS, for_cluster
+from mnemo.store.authorship import STAMPED_TABLES
+from mnemo.store.migrations import CREATE_VERSION_TABLE, MIGRATIONS
+from mnemo.store.server import for_cluster
 from tests.helpers import make_memory
 
 NAMESPACES = ("person:ana", "person:ben", "workspace:shop", "workspace:secret", "workspace:o'hara")
@@ -62,7 +71,8 @@ def test_every_statement_parses_in_the_servers_own_parser(store: ClickHouseStore
     )
     for plan in plans:
         statements = setup_statements(plan)
-        assert len(statements) == 4 - (not plan.members) + 2 * 11  # two policies on each of 11 tables
+        # the database, the role, its grant, to whom, the settings it holds, two policies a table
+        assert len(statements) == 5 - (not plan.members) + 2 * 11
         for statement in statements:
             store._db.command(f"EXPLAIN AST {statement}")  # a syntax error raises
 
@@ -123,3 +133,93 @@ def test_a_refused_grant_names_what_is_missing_and_who_can_give_it(store: ClickH
     message = str(refused.value)
     assert "necessary to have the grant CREATE USER" in message
     assert "your server user lacks that grant" in message and "mnemo server setup --apply" in message
+
+
+def _written_by(store: ClickHouseStore, user: str) -> None:
+    """The stamp every insert from now on gets, as a server gives it to ``user``'s inserts."""
+    for table in STAMPED_TABLES:
+        store._db.command(
+            f"ALTER TABLE {table} MODIFY COLUMN written_by LowCardinality(String) MATERIALIZED '{user}'"
+        )
+
+
+def test_no_insert_can_say_who_wrote_its_rows(store: ClickHouseStore) -> None:
+    for table in STAMPED_TABLES:
+        with pytest.raises(StoreError, match="MATERIALIZED column"), store._db.translated("forging"):
+            store._db.command(f"INSERT INTO {table} (written_by) VALUES ('ana')")
+        with pytest.raises(StoreError, match="MATERIALIZED column"), store._db.translated("forging"):
+            store._db.command(f"INSERT INTO {table} (written_by) SELECT 'ana'")
+    store.put_memories([make_memory("m-stamped", "a note", AT)])
+    stamp = store._db.command("SELECT written_by FROM memories WHERE id = 'm-stamped'")
+    assert stamp == str(store._db.command("SELECT currentUser()"))  # the engine's own user
+
+
+def test_a_policy_keeps_only_rows_their_writer_may_write_and_a_forged_version_hides_nothing(
+    store: ClickHouseStore,
+) -> None:
+    plan = AccessPlan("team", ("ana", "ben", "carl"), {"secret": ("ana", "ben")}, writers=("scribe",))
+    written = (  # (who inserts, id, version, namespace, text)
+        ("ana", "m-ana", 1, "person:ana", "ana's own"),
+        ("ben", "m-ana", 2, "person:ana", "forged by ben"),
+        ("scribe", "m-ana", 3, "person:ana", "the writer in a person's namespace"),
+        ("ben", "m-ben-in-ana", 1, "person:ana", "a new memory ben forged for ana"),
+        ("ana", "m-secret", 1, "workspace:secret", "granted workspace, by a member"),
+        ("carl", "m-secret", 2, "workspace:secret", "forged by carl, no member"),
+        ("scribe", "m-secret-2", 1, "workspace:secret", "granted workspace, by the writer"),
+        ("carl", "m-shop", 1, "workspace:shop", "open workspace, by any member"),
+    )
+    try:
+        for user, memory_id, version, namespace, text in written:
+            _written_by(store, user)
+            store.put_memories([make_memory(memory_id, text, AT, version=version, namespace=namespace)])
+        condition = read_condition("memories", plan)
+
+        def read(user: str) -> dict[str, str]:
+            # PREWHERE: applied while reading, before FINAL folds versions, as the policies are
+            # with apply_row_policy_after_final = 0 (the role's setting)
+            sql = (
+                f"SELECT id, what FROM memories FINAL PREWHERE {_as(condition, user)} "
+                "AND startsWith(id, 'm-') AND id != 'm-stamped' AND id NOT LIKE 'm-_' ORDER BY id"
+            )
+            return {str(i): str(w) for i, w in store._db.query(sql).result_rows}
+
+        assert read("ana") == {
+            "m-ana": "ana's own",
+            "m-secret": "granted workspace, by a member",
+            "m-secret-2": "granted workspace, by the writer",
+            "m-shop": "open workspace, by any member",
+        }
+        assert read("carl") == {"m-shop": "open workspace, by any member"}
+        assert read("scribe") == {  # the writer reads every workspace
+            "m-secret": "granted workspace, by a member",
+            "m-secret-2": "granted workspace, by the writer",
+            "m-shop": "open workspace, by any member",
+        }
+        # A memory's versions fold per writer: merged, the forged newest version still hides nothing.
+        before = read("ana")
+        store._db.command("OPTIMIZE TABLE memories FINAL")
+        assert read("ana") == before
+        kept = store._db.query("SELECT version, written_by FROM memories WHERE id = 'm-ana' ORDER BY 1")
+        assert kept.result_rows == [(1, "ana"), (2, "ben"), (3, "scribe")]
+        for table in STAMPED_TABLES:  # every stamped table's policy parses and runs
+            store._db.query(f"SELECT count() FROM {table} PREWHERE {_as(read_condition(table, plan), 'ana')}")
+    finally:
+        for table in STAMPED_TABLES:
+            store._db.command(
+                f"ALTER TABLE {table} MODIFY COLUMN written_by LowCardinality(String) "
+                "MATERIALIZED currentUser()"
+            )
+
+
+def test_the_role_holds_only_the_settings_the_server_knows() -> None:
+    plan = AccessPlan("team", ("ana",), writers=("scribe",))
+    every = setup_statements(plan)
+    assert any("SETTINGS PROFILE" in s and all(n in s for n in ROLE_SETTINGS) for s in every)
+    assert "GRANT `mnemo_member` TO `ana`, `scribe`" in every
+    older = setup_statements(plan, ["async_insert"])
+    profile = [s for s in older if "SETTINGS PROFILE" in s]
+    assert len(profile) == 1 and "async_insert = 0 CONST" in profile[0]
+    assert "apply_row_policy_after_final" not in profile[0]
+    assert not [s for s in setup_statements(plan, []) if "SETTINGS PROFILE" in s]
+    with pytest.raises(InputError, match="not a server user"):
+        AccessPlan("team", writers=("the writer",))

@@ -65,7 +65,7 @@ def test_a_store_at_schema_13_migrates_with_its_memories_and_their_history_kept(
     monkeypatch.setattr("mnemo.store.clickhouse.MIGRATIONS", MIGRATIONS)
     store = open_store(dsn)
     try:
-        assert store.schema_version() == MIGRATIONS[-1].version == 14
+        assert store.schema_version() == MIGRATIONS[-1].version == 16
         kept = store.get_memory("mem-old")
         assert kept is not None and (kept.version, kept.replaces) == (2, "")
         store.put_memory(_memory("mem-new", "Deploys go out on Thursdays", replaces="mem-old"))

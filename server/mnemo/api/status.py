@@ -77,6 +77,9 @@ class StoreFollow(BaseModel):
         description="How much newer the store's newest version is, in the store's seconds."
     )
     applied: int = Field(description="Versions other daemons wrote that this index applied since the start.")
+    episodes_applied: int = Field(
+        default=0, description="Episodes other daemons recorded that this index added since the start."
+    )
     last_poll_s_ago: float | None = Field(description="Seconds since the last poll (None before the first).")
     last_error: str = Field(description="Why the last poll failed ('' after a success).")
 

@@ -60,7 +60,7 @@ def cmd_status(args: argparse.Namespace, context: Context) -> int:
             state = "up to date with the store"
         write(
             f"           {state}; reads others' writes every {follow['poll_s']:g} s "
-            f"({follow['applied']:,} applied)"
+            f"({follow['applied']:,} versions and {follow.get('episodes_applied', 0):,} episodes applied)"
         )
     _show_model(status["language_model"])
     _show_distillation(status["distillation"])

@@ -234,6 +234,12 @@ def build_parser(commands_in_order: list[str] | None = None) -> argparse.Argumen
     p.add_argument("action", choices=["init", "setup"])
     p.add_argument("--member", action="append", default=[], help="setup: a server user given mnemo's role")
     p.add_argument(
+        "--writer",
+        action="append",
+        default=[],
+        help="setup: the sidecar writer's server user (a member who reads and writes every workspace)",
+    )
+    p.add_argument(
         "--workspace",
         action="append",
         default=[],

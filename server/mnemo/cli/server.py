@@ -49,6 +49,7 @@ def _setup(args: argparse.Namespace, settings: Settings) -> int:
     from mnemo.store.access import (  # noqa: PLC0415
         AccessPlan,
         apply_statements,
+        known_settings,
         parse_workspace_grants,
         setup_statements,
     )
@@ -59,13 +60,14 @@ def _setup(args: argparse.Namespace, settings: Settings) -> int:
         members=tuple(dict.fromkeys(args.member)),
         workspaces=parse_workspace_grants(args.workspace),
         cluster=settings.store_cluster,
+        writers=tuple(dict.fromkeys(args.writer)),
     )
-    statements = setup_statements(plan)
     if not args.apply:
-        write("\n".join(f"{statement};" for statement in statements))
+        write("\n".join(f"{statement};" for statement in setup_statements(plan)))
         return EXIT_OK
     _init(settings)  # the database and the tables the policies name
     options = ServerOptions.from_settings(settings)
+    statements = setup_statements(plan, known_settings(settings.store, options))
     apply_statements(settings.store, options, statements, _applied)
     write(f"access set up on {redact_dsn(settings.store)}: {len(statements)} statements applied")
     return EXIT_OK

@@ -6,7 +6,9 @@ server at the insert; migration 9). Every ``store_poll_s`` seconds the follower 
 committed after its cursor, a page of at most :data:`PAGE_ROWS` at a time (one page per poll,
 the next right after when it was full), and applies each one newer than the index's copy: a new
 memory is indexed, a new text re-indexed, a close, merge or forget changes its status in place.
-A version the daemon wrote itself is already applied and is skipped.
+A version the daemon wrote itself is already applied and is skipped. Episodes are followed the
+same way, by their own commit time (migration 16) and cursor: an episode another daemon recorded
+is indexed, so ``recall_episode`` finds it here too; those this daemon recorded are skipped.
 
 An insert's rows are stamped when the server takes them and seen when the insert commits, so a
 version stamped a moment before another may become visible after it. The cursor therefore never
@@ -40,6 +42,8 @@ class Follower:
         self.poll_s = poll_s
         self.enabled = enabled and poll_s > 0
         self._cursor: tuple[int, str, int] = (0, "", 0)
+        self._episode_cursor: tuple[int, str] = (0, "")
+        self.episodes_applied = 0  # episodes other daemons recorded, indexed since the start
         self._lock = anyio.Lock()
         self.applied = 0  # versions applied since the start
         self.newest_applied = 0  # the newest commit (store µs) the index holds
@@ -68,31 +72,50 @@ class Follower:
         if self.enabled:
             clock = await self._calls(self._calls.store.store_clock)
             self._cursor = (clock - SETTLE_US, "", 0)
+            self._episode_cursor = (clock - SETTLE_US, "")
             self.newest_applied = clock
 
     async def poll(self) -> bool:
-        """Apply one page of what the store committed since the last poll; True when the page
-        was full (more is waiting)."""
+        """Apply one page of the memory versions and one of the episodes the store committed
+        since the last poll; True when a page was full (more is waiting)."""
         if not self.enabled:
             return False
         async with self._lock:
-            store = self._calls.store
-            changes = await self._calls(store.memory_changes, self._cursor, PAGE_ROWS)
-            self.last_poll = time.monotonic()
-            if not changes:
-                return False
-            applied = await anyio.to_thread.run_sync(self._index.apply_newest, [m for _, m in changes])
-            if applied:
-                self._index.wake_embedder()
-            self.applied += applied
-            last = changes[-1][0]
-            self.newest_applied = max(self.newest_applied, last[0])
-            full = len(changes) == PAGE_ROWS
-            settled = (await self._calls(store.store_clock) - SETTLE_US, "", 0)
-            # A full page moves on whatever its age (a bulk load must make progress); otherwise
-            # the cursor stops at the settling window, read again next time.
-            self._cursor = last if full or last < settled else max(self._cursor, settled)
-            return full
+            memories_full = await self._memories()
+            return await self._episodes() or memories_full
+
+    async def _episodes(self) -> bool:
+        store = self._calls.store
+        changes = await self._calls(store.episode_changes, self._episode_cursor, PAGE_ROWS)
+        if not changes:
+            return False
+        added = await anyio.to_thread.run_sync(self._index.follow_episodes, [e for _, e in changes])
+        if added:
+            self._index.wake_embedder()
+        self.episodes_applied += added
+        last, full = changes[-1][0], len(changes) == PAGE_ROWS
+        settled = (await self._calls(store.store_clock) - SETTLE_US, "")
+        self._episode_cursor = last if full or last < settled else max(self._episode_cursor, settled)
+        return full
+
+    async def _memories(self) -> bool:
+        store = self._calls.store
+        changes = await self._calls(store.memory_changes, self._cursor, PAGE_ROWS)
+        self.last_poll = time.monotonic()
+        if not changes:
+            return False
+        applied = await anyio.to_thread.run_sync(self._index.apply_newest, [m for _, m in changes])
+        if applied:
+            self._index.wake_embedder()
+        self.applied += applied
+        last = changes[-1][0]
+        self.newest_applied = max(self.newest_applied, last[0])
+        full = len(changes) == PAGE_ROWS
+        settled = (await self._calls(store.store_clock) - SETTLE_US, "", 0)
+        # A full page moves on whatever its age (a bulk load must make progress); otherwise
+        # the cursor stops at the settling window, read again next time.
+        self._cursor = last if full or last < settled else max(self._cursor, settled)
+        return full
 
     async def behind(self) -> tuple[int, float] | None:
         """How far the index is behind the store: versions committed after the newest one it

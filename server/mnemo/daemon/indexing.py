@@ -298,6 +298,14 @@ class Indexing:
                 time.monotonic() - started,
             )
 
+    def follow_episodes(self, episodes: list[Episode]) -> int:
+        """Index the episodes another daemon stored that this index lacks (those it recorded
+        itself are indexed already); how many. Callable from a worker thread."""
+        new = self.engine.new_episodes(episodes)
+        if new:
+            self.engine.add_episodes(new)
+        return len(new)
+
     def add_episodes(self, episodes: list[Episode]) -> None:
         """Index newly stored episodes; runs on a worker thread (the embedder is woken on the loop)."""
         self.engine.add_episodes(episodes)

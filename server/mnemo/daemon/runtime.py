@@ -222,6 +222,7 @@ class Daemon:
                 behind_versions=behind[0],
                 behind_s=round(behind[1], 3),
                 applied=self.follower.applied,
+                episodes_applied=self.follower.episodes_applied,
                 last_poll_s_ago=None
                 if self.follower.last_poll is None
                 else round(time.monotonic() - self.follower.last_poll, 3),

@@ -230,6 +230,10 @@ class SearchIndex:
                 live = live[~self._vectors.has(live)]
             return [self._rows.keys[row] for row in live.tolist()]
 
+    def has(self, key: str) -> bool:
+        """Whether ``key`` is indexed (live or retired)."""
+        return self._rows.row_of(key) is not None
+
     def needs_vector(self, key: str) -> bool:
         """Whether ``key`` is indexed and its row has no vector yet. Takes no lock: a write
         beside it may make the answer stale, never wrong for long (a vector is then made twice)."""

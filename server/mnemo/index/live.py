@@ -149,6 +149,10 @@ class RecallEngine:
         self.passages.add(documents, bulk=bulk)
         self._wait_for_vectors("passages", documents, embedded)
 
+    def new_episodes(self, episodes: Sequence[Episode]) -> list[Episode]:
+        """Those of ``episodes`` not indexed yet (an episode's passages are indexed together)."""
+        return [e for e in episodes if not self.passages.has(passage_key(e.id, 0))]
+
     def _wait_for_vectors(self, name: str, documents: Sequence[Document], embedded: Container[str]) -> None:
         """Documents not in ``embedded`` join the backlog (with no model, there is none to join:
         it would hold every text, never drained)."""

@@ -33,9 +33,9 @@ from mnemo.store.episodes import EpisodeTables
 from mnemo.store.history import HistoryTables
 from mnemo.store.keep import KeepTables
 from mnemo.store.memories import MemoryTables
-from mnemo.store.migrations import CREATE_VERSION_TABLE, MIGRATIONS, VERSION_TABLE, for_cluster
+from mnemo.store.migrations import CREATE_VERSION_TABLE, MIGRATIONS, VERSION_TABLE
 from mnemo.store.protocol import ModelUsage, StoreCounts
-from mnemo.store.server import ServerOptions, connect
+from mnemo.store.server import ServerOptions, connect, for_cluster
 from mnemo.store.usage import UsageTables
 
 logger = logging.getLogger(__name__)
@@ -212,9 +212,11 @@ class ClickHouseStore(
     def counts(self) -> StoreCounts:
         where, parameters = self._db.scoped("1", {})
         with self._db.translated("counting rows"):
-            episodes = int(self._db.command(f"SELECT count() FROM episodes FINAL WHERE {where}", parameters))
+            sql = f"SELECT count() FROM {self._db.final('episodes')} WHERE {where}"
+            episodes = int(self._db.command(sql, parameters))
             by_status = self._db.query(
-                f"SELECT status, count() FROM memories FINAL WHERE {where} GROUP BY status",
+                f"SELECT status, uniqExact(id) FROM {self._db.final('memories')} WHERE {where} "
+                f"AND {self._db.newest('memories')} GROUP BY status",
                 parameters=parameters,
             )
             entities = int(self._db.command("SELECT count() FROM entities FINAL"))

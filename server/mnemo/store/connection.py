@@ -16,11 +16,15 @@ from typing import Any
 from clickhouse_connect.driver.exceptions import ClickHouseError
 
 from mnemo.errors import NotAllowedError, StoreError
+from mnemo.store.authorship import STAMPED_TABLES, written_condition
 
 logger = logging.getLogger(__name__)
 # What a person may read of a shared store's memories and episodes: every namespace but the other
-# people's (person:<name>); ``{scope:String}`` is the reader's own person namespace.
-_SCOPE = "(NOT startsWith(namespace, 'person:') OR namespace = {scope:String})"
+# people's (person:<name>); ``{scope:String}`` is the reader's own person namespace. And of those,
+# only rows their writer may write (mnemo.store.authorship): a forged row is read by no one.
+_SCOPE = "(NOT startsWith(namespace, 'person:') OR namespace = {scope:String}) AND " + written_condition(
+    "namespace"
+)
 SCOPED_TABLES = frozenset({"memories", "memory_history", "episodes"})
 
 
@@ -65,6 +69,31 @@ class Connection:
         if self.person is None:
             return where, parameters
         return f"({where}) AND {_SCOPE}", {**parameters, "scope": f"person:{self.person}"}
+
+    def written(self, table: str) -> str:
+        """The condition that leaves out ``table``'s rows written by someone who may not write
+        there (``1`` on the embedded store, which is one person's)."""
+        if self.person is None or table not in STAMPED_TABLES:
+            return "1"
+        return written_condition(STAMPED_TABLES[table])
+
+    def newest(self, table: str) -> str:
+        """Of memories, the condition that keeps each memory's newest version among those whose
+        writer may write it: its versions fold per writer (migration 15), so ``FINAL`` leaves one
+        row per memory and writer. ``1`` for any other table."""
+        if table != "memories":
+            return "1"
+        return (
+            "(id, version) IN (SELECT id, max(version) FROM memories "
+            f"WHERE {self.written('memories')} GROUP BY id)"
+        )
+
+    def final(self, table: str) -> str:
+        """``table FINAL``, on a shared store with the rows no one may have written left out
+        before the versions fold: a forged newer version is not read, and the row reads as its
+        last genuine version (PREWHERE is applied while reading, before FINAL)."""
+        condition = self.written(table)
+        return f"{table} FINAL" if condition == "1" else f"{table} FINAL PREWHERE {condition}"
 
     def check_writable(self, namespaces: Sequence[str], what: str) -> None:
         """Refuse a write into another person's namespace."""
@@ -112,11 +141,15 @@ class Connection:
         order: str,
         limit: int,
     ) -> list[Sequence[Any]]:
-        """Rows of ``table`` as of now (FINAL folds versions and re-sent duplicates); of memories
-        and episodes, only those this connection's person may read."""
+        """Rows of ``table`` as of now (FINAL folds versions and re-sent duplicates; a memory's
+        newest version); of memories and episodes, only those this connection's person may read."""
         if table in SCOPED_TABLES:
             where, parameters = self.scoped(where, parameters)
-        sql = f"SELECT {', '.join(columns)} FROM {table} FINAL WHERE {where} ORDER BY {order} LIMIT {limit:d}"
+        once = " LIMIT 1 BY id" if table == "memories" else ""  # two writers, one version number
+        sql = (
+            f"SELECT {', '.join(columns)} FROM {self.final(table)} WHERE ({where}) AND {self.newest(table)} "
+            f"ORDER BY {order}{once} LIMIT {limit:d}"
+        )
         with self.translated(f"reading {table}"):
             rows: list[Sequence[Any]] = self.query(sql, parameters=parameters).result_rows
         return rows
@@ -124,7 +157,10 @@ class Connection:
     def by_namespace(self, table: str) -> dict[str, int]:
         """How many rows of ``table`` (as of now) each namespace this connection's person may read holds."""
         where, parameters = self.scoped("1", {})
-        sql = f"SELECT namespace, count() FROM {table} FINAL WHERE {where} GROUP BY namespace ORDER BY 1"
+        sql = (
+            f"SELECT namespace, uniqExact(id) FROM {self.final(table)} WHERE {where} "
+            f"AND {self.newest(table)} GROUP BY namespace ORDER BY 1"
+        )
         with self.translated(f"counting {table} by namespace"):
             rows = self.query(sql, parameters=parameters).result_rows
         return {str(namespace): int(count) for namespace, count in rows}

@@ -78,7 +78,7 @@ class DistillTables(Tables):
 
     def _batches(self, where: str, parameters: dict[str, Any], order: str, limit: int) -> list[Batch]:
         sql = (
-            f"SELECT {', '.join(_BATCH_COLUMNS)} FROM distill_batches FINAL WHERE {where} "
+            f"SELECT {', '.join(_BATCH_COLUMNS)} FROM {self._db.final('distill_batches')} WHERE {where} "
             f"ORDER BY {order} LIMIT {limit:d}"
         )
         with self._db.translated("reading distillation batches"):
@@ -105,7 +105,10 @@ class DistillTables(Tables):
 
     def failed_summary(self) -> tuple[int, str]:
         """How many batches failed, and the newest one's error."""
-        sql = "SELECT count(), argMax(error, updated_at) FROM distill_batches FINAL WHERE status = 'failed'"
+        sql = (
+            "SELECT count(), argMax(error, updated_at) FROM "
+            f"{self._db.final('distill_batches')} WHERE status = 'failed'"
+        )
         with self._db.translated("counting failed batches"):
             count, latest = self._db.query(sql).result_rows[0]
         return int(count), str(latest)
@@ -153,12 +156,13 @@ class DistillTables(Tables):
         scoped, parameters = self._db.scoped("session != ''", {"idle_before": as_stored(idle_before)})
         sql = f"""
             SELECT e.session FROM (
-                SELECT session, max((received_at, id)) AS last FROM episodes FINAL
+                SELECT session, max((received_at, id)) AS last FROM {self._db.final("episodes")}
                 WHERE {scoped} GROUP BY session
                 HAVING last.1 < {{idle_before:DateTime64(3, 'UTC')}}
             ) AS e
             LEFT JOIN (
-                SELECT session, max((last_received, last_episode)) AS done FROM distill_batches FINAL
+                SELECT session, max((last_received, last_episode)) AS done
+                FROM {self._db.final("distill_batches")}
                 WHERE status IN ('done', 'failed') GROUP BY session
             ) AS b ON e.session = b.session
             WHERE b.session = '' OR e.last > b.done
@@ -172,7 +176,9 @@ class DistillTables(Tables):
         """Whether any memory row written by this batch is stored (they go in one insert)."""
         with self._db.translated("checking a distillation batch"):
             found = self._db.command(
-                "SELECT count() FROM memories WHERE distill_batch = {id:String}", parameters={"id": batch_id}
+                "SELECT count() FROM memories WHERE distill_batch = {id:String} "
+                f"AND {self._db.written('memories')}",
+                parameters={"id": batch_id},
             )
         return int(found) > 0
 
@@ -195,7 +201,8 @@ class DistillTables(Tables):
                 "(memory = {memory:String} OR target = {memory:String} OR has(closes, {memory:String}))"
             )
         sql = (
-            f"SELECT {', '.join(_JUDGE_COLUMNS)} FROM judge_log FINAL WHERE {' AND '.join(where)} "
+            f"SELECT {', '.join(_JUDGE_COLUMNS)} FROM {self._db.final('judge_log')} "
+            f"WHERE {' AND '.join(where)} "
             f"ORDER BY at DESC, batch, seq DESC LIMIT {limit:d}"
         )
         parameters = {"session": session or "", "memory": memory or ""}

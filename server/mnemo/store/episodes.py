@@ -9,6 +9,7 @@ from typing import Any
 from mnemo.episodes import AppendResult, Episode
 from mnemo.store.connection import Connection, Tables
 
+_SEQUENCE = "toUnixTimestamp64Micro(committed_at)"
 EPISODE_COLUMNS = (
     "id", "kind", "text", "who", "role", "namespace", "session", "turn", "time", "received_at",
     "client", "workspace", "cwd", "branch", "host",
@@ -83,6 +84,24 @@ class EpisodeTables(Tables):
     def episode_namespaces(self) -> dict[str, int]:
         """How many episodes each namespace holds."""
         return self._db.by_namespace("episodes")
+
+    def episode_changes(self, after: tuple[int, str], limit: int) -> list[tuple[tuple[int, str], Episode]]:
+        """Episodes committed after ``after`` (the store's µs, id), in commit order, at most
+        ``limit``: what other daemons recorded, for an index to follow (migration 16)."""
+        where, parameters = self._db.scoped(
+            f"({_SEQUENCE}, id) > ({{t:Int64}}, {{id:String}})",
+            {"t": after[0], "id": after[1]},
+        )
+        sql = (
+            f"SELECT {', '.join(EPISODE_COLUMNS)}, {_SEQUENCE} AS seq FROM episodes "
+            f"WHERE {where} ORDER BY seq, id LIMIT 1 BY id LIMIT {limit:d}"
+        )
+        with self._db.translated("reading episode changes"):
+            rows = self._db.query(sql, parameters=parameters).result_rows
+        return [
+            ((int(r[-1]), str(r[0])), Episode.model_validate(dict(zip(EPISODE_COLUMNS, r[:-1], strict=True))))
+            for r in rows
+        ]
 
     def episodes_page(self, after: str, limit: int, namespace: str | None = None) -> list[Episode]:
         """Episodes with ids after ``after`` (in ``namespace`` if given), in id order: keyset pages

@@ -20,7 +20,9 @@ class KeepTables(Tables):
         self._db.check_writable([owner], "a curated set")  # another person's set is not theirs to read either
         with self._db.translated("reading a curated set"):
             rows = self._db.query(
-                "SELECT entries, version FROM kept WHERE owner = {o:String} ORDER BY version DESC LIMIT 1",
+                "SELECT entries, version FROM kept WHERE owner = {o:String} "
+                f"AND {self._db.written('kept')} "
+                "ORDER BY version DESC LIMIT 1",
                 parameters={"o": owner},
             ).result_rows
         if not rows:

@@ -68,7 +68,9 @@ class MemoryTables(Tables):
         chosen = ", ".join("{batch:String}" if c == "distill_batch" else c for c in columns)
         copy = (
             f"INSERT INTO memories ({listed}) SELECT {chosen} FROM memories_staged "
-            "WHERE distill_batch = {attempt:String} AND (SELECT holder = {holder:String} "
+            # Only the rows this writer staged (its own stamp): none another member added under its key.
+            "WHERE distill_batch = {attempt:String} AND written_by = currentUser() "
+            "AND (SELECT holder = {holder:String} "
             "AND token = {token:UInt64} AND expires_at > now64(3) FROM writer_lease FINAL "
             "WHERE name = {name:String} ORDER BY version DESC LIMIT 1)"
         )
@@ -127,7 +129,8 @@ class MemoryTables(Tables):
             return {}
         with self._db.translated("reading memory versions"):
             rows = self._db.query(
-                "SELECT id, max(version) FROM memories WHERE id IN {ids:Array(String)} GROUP BY id",
+                "SELECT id, max(version) FROM memories WHERE id IN {ids:Array(String)} "
+                f"AND {self._db.written('memories')} GROUP BY id",
                 parameters={"ids": list(memory_ids)},
             ).result_rows
         return {str(row[0]): int(row[1]) for row in rows}
@@ -166,8 +169,12 @@ class MemoryTables(Tables):
     def memory_count(self) -> int:
         """How many memories there are (each once, whatever its versions)."""
         where, parameters = self._db.scoped("1", {})
-        with self._db.translated("counting memories"):  # FINAL: merged in key order, no set of ids
-            return int(self._db.command(f"SELECT count() FROM memories FINAL WHERE {where}", parameters))
+        with self._db.translated("counting memories"):  # each memory once, by its newest version
+            sql = (
+                f"SELECT uniqExact(id) FROM {self._db.final('memories')} WHERE {where} "
+                f"AND {self._db.newest('memories')}"
+            )
+            return int(self._db.command(sql, parameters))
 
     def store_clock(self) -> int:
         """The store's clock, in microseconds since the epoch."""

@@ -7,7 +7,6 @@ runs unchanged on embedded chDB and on a ClickHouse server.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 VERSION_TABLE = "mnemo_schema_versions"
@@ -352,20 +351,50 @@ MIGRATIONS: tuple[Migration, ...] = (
             "AS SELECT * FROM memories",
         ),
     ),
+    Migration(
+        15,
+        "every row stamped with who wrote it",
+        # The user the server authenticated for the insert (mnemo.store.authorship): a client
+        # cannot give it (an INSERT naming a MATERIALIZED column is refused) and SELECT * leaves
+        # it out, so the history view and the fenced copy stamp their own rows. Rows written
+        # before read '' (the expression has no user outside an insert), as do their merges.
+        # A memory's versions fold per writer (the stamp joins the sorting key, which takes only
+        # a column added in the same ALTER and with no expression yet), so a forged newer
+        # version never merges away the genuine one.
+        (
+            "ALTER TABLE memories ADD COLUMN IF NOT EXISTS written_by LowCardinality(String), "
+            "MODIFY ORDER BY (id, written_by)",
+            "ALTER TABLE memory_history ADD COLUMN IF NOT EXISTS written_by LowCardinality(String), "
+            "MODIFY ORDER BY (id, version, written_by)",
+            *(
+                f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS written_by LowCardinality(String) "
+                "MATERIALIZED currentUser()"
+                for table in (
+                    "memories_staged",
+                    "episodes",
+                    "distill_batches",
+                    "judge_log",
+                    "kept",
+                    "sessions",
+                    "injections",
+                    "usage_verdicts",
+                )
+            ),
+            "ALTER TABLE memories MODIFY COLUMN written_by LowCardinality(String) MATERIALIZED currentUser()",
+            "ALTER TABLE memory_history MODIFY COLUMN written_by LowCardinality(String) "
+            "MATERIALIZED currentUser()",
+        ),
+    ),
+    Migration(
+        16,
+        "episodes carry their commit time",
+        (
+            # As memories do (migration 9): the order in which every daemon's index follows the
+            # episodes the others recorded (mnemo.daemon.following). Existing rows get the
+            # migration's time, once.
+            "ALTER TABLE episodes ADD COLUMN IF NOT EXISTS committed_at DateTime64(6, 'UTC') "
+            "DEFAULT now64(6)",
+            "ALTER TABLE episodes MATERIALIZE COLUMN committed_at SETTINGS mutations_sync = 2",
+        ),
+    ),
 )
-
-_DDL_TARGET = re.compile(
-    r"^(\s*(?:CREATE TABLE IF NOT EXISTS|CREATE MATERIALIZED VIEW IF NOT EXISTS|ALTER TABLE"
-    r"|DROP VIEW IF EXISTS) [A-Za-z_][A-Za-z0-9_]*)"
-)
-_ENGINE = re.compile(r"ENGINE = (Replacing)?MergeTree\b")
-
-
-def for_cluster(statement: str, cluster: str) -> str:
-    """A migration's statement for a replicated cluster (the ``store_cluster`` setting): run
-    ``ON CLUSTER`` on every node, each table a Replicated* engine at the server's default replica
-    path. Unchanged when ``cluster`` is empty (one server, ClickHouse Cloud, embedded chDB)."""
-    if not cluster:
-        return statement
-    statement = _DDL_TARGET.sub(lambda m: f"{m.group(1)} ON CLUSTER `{cluster}`", statement, count=1)
-    return _ENGINE.sub(lambda m: f"ENGINE = Replicated{m.group(1) or ''}MergeTree", statement)

@@ -157,6 +157,10 @@ class Store(Protocol):
         """Memory versions committed after ``after`` (store time µs, id, version), in that order."""
         ...
 
+    def episode_changes(self, after: tuple[int, str], limit: int) -> list[tuple[tuple[int, str], Episode]]:
+        """Episodes committed after ``after`` (store time µs, id), in that order."""
+        ...
+
     def commits_after(self, sequence: int) -> tuple[int, int]:
         """(versions committed after ``sequence``, the newest one's sequence), store µs."""
         ...

@@ -1,5 +1,6 @@
 """What opening a ClickHouse server takes beyond its DSN: the password and TLS settings, the
-server's version against the minimum mnemo runs on, and the database created when asked.
+server's version against the minimum mnemo runs on, the database created when asked, and the
+migrations' statements made for a replicated cluster.
 
 A server older than :data:`MIN_VERSION` is refused by name. clickhouse-connect's own handshake
 fails on very old servers before their version can be read through it (ClickHouse 18.16: "Unknown
@@ -173,3 +174,20 @@ def create_database(dsn: str, options: ServerOptions) -> str:
     finally:
         client.close()
     return database
+
+
+_DDL_TARGET = re.compile(
+    r"^(\s*(?:CREATE TABLE IF NOT EXISTS|CREATE MATERIALIZED VIEW IF NOT EXISTS|ALTER TABLE"
+    r"|DROP VIEW IF EXISTS) [A-Za-z_][A-Za-z0-9_]*)"
+)
+_ENGINE = re.compile(r"ENGINE = (Replacing)?MergeTree\b")
+
+
+def for_cluster(statement: str, cluster: str) -> str:
+    """A migration's statement for a replicated cluster (the ``store_cluster`` setting): run
+    ``ON CLUSTER`` on every node, each table a Replicated* engine at the server's default replica
+    path. Unchanged when ``cluster`` is empty (one server, ClickHouse Cloud, embedded chDB)."""
+    if not cluster:
+        return statement
+    statement = _DDL_TARGET.sub(lambda m: f"{m.group(1)} ON CLUSTER `{cluster}`", statement, count=1)
+    return _ENGINE.sub(lambda m: f"ENGINE = Replicated{m.group(1) or ''}MergeTree", statement)

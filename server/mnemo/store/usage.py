@@ -91,7 +91,10 @@ class UsageTables(Tables):
             )
 
     def _sessions(self, where: str, parameters: dict[str, Any], order: str) -> list[SessionRow]:
-        sql = f"SELECT {', '.join(_SESSION_COLUMNS)} FROM sessions FINAL WHERE {where} ORDER BY {order}"
+        sql = (
+            f"SELECT {', '.join(_SESSION_COLUMNS)} FROM {self._db.final('sessions')} "
+            f"WHERE {where} ORDER BY {order}"
+        )
         with self._db.translated("reading sessions"):
             rows = self._db.query(sql, parameters=parameters).result_rows
         found = []
@@ -111,11 +114,12 @@ class UsageTables(Tables):
         with self._db.translated("reading a session's history"):
             turn, ids, last_prompt, answered = self._db.query(
                 "SELECT max(turn), groupUniqArray(id), argMaxIf(text, turn, kind = 'prompt'), "
-                "maxIf(turn, kind = 'response') FROM episodes WHERE session = {s:String}",
+                "maxIf(turn, kind = 'response') FROM episodes WHERE session = {s:String} "
+                f"AND {self._db.written('episodes')}",
                 parameters={"s": session},
             ).result_rows[0]
             rows = self._db.query(
-                f"SELECT {', '.join(_INJECTION_COLUMNS)} FROM injections FINAL "
+                f"SELECT {', '.join(_INJECTION_COLUMNS)} FROM {self._db.final('injections')} "
                 "WHERE session = {s:String} ORDER BY block, memory",
                 parameters={"s": session},
             ).result_rows
@@ -154,7 +158,7 @@ class UsageTables(Tables):
         ``since`` (the suppression policy, :mod:`mnemo.usage.suppression`, says how many and how
         long)."""
         sql = f"""
-            SELECT memory FROM usage_verdicts FINAL WHERE person = {{p:String}} GROUP BY memory
+            SELECT memory FROM {self._db.final("usage_verdicts")} WHERE person = {{p:String}} GROUP BY memory
             HAVING countIf(verdict = 'used') = 0
                AND countIf(verdict = 'unused' AND at >= {{since:DateTime64(3, 'UTC')}}) >= {times:d}
         """
@@ -177,11 +181,11 @@ class UsageTables(Tables):
             FROM (
                 SELECT toDate(at) AS day, countIf(memory != '') AS injected, sum(tokens) AS tokens,
                        uniqExact(session) AS sessions, 0 AS used, 0 AS unused, 0 AS unclear
-                FROM injections FINAL WHERE {window} GROUP BY day
+                FROM {self._db.final("injections")} WHERE {window} GROUP BY day
                 UNION ALL
                 SELECT toDate(at) AS day, 0, 0, 0, countIf(verdict = 'used'), countIf(verdict = 'unused'),
                        countIf(verdict = 'unclear')
-                FROM usage_verdicts FINAL WHERE {window} GROUP BY day
+                FROM {self._db.final("usage_verdicts")} WHERE {window} GROUP BY day
             ) GROUP BY day ORDER BY day
         """
         with self._db.translated("reading usage by day"):
@@ -193,7 +197,7 @@ class UsageTables(Tables):
         if not sessions:
             return {}
         sql = (
-            "SELECT session, sum(tokens) FROM injections FINAL "
+            f"SELECT session, sum(tokens) FROM {self._db.final('injections')} "
             "WHERE session IN {s:Array(String)} GROUP BY session"
         )
         with self._db.translated("reading injected tokens"):
@@ -214,13 +218,14 @@ class UsageTables(Tables):
         parameters = {"m": memory_id, "p": person}
         with self._db.translated("reading a memory's usage"):
             injected, sessions, last = self._db.query(
-                "SELECT count(), uniqExact(session), max(at) FROM injections FINAL "
+                f"SELECT count(), uniqExact(session), max(at) FROM {self._db.final('injections')} "
                 "WHERE memory = {m:String} AND person = {p:String}",
                 parameters=parameters,
             ).result_rows[0]
             used, unused, unclear = self._db.query(
                 "SELECT countIf(verdict = 'used'), countIf(verdict = 'unused'), countIf(verdict = 'unclear') "
-                "FROM usage_verdicts FINAL WHERE memory = {m:String} AND person = {p:String}",
+                f"FROM {self._db.final('usage_verdicts')} "
+                "WHERE memory = {m:String} AND person = {p:String}",
                 parameters=parameters,
             ).result_rows[0]
         return MemoryUsage(
@@ -235,7 +240,7 @@ class UsageTables(Tables):
     def use_counts(self, person: str) -> dict[str, int]:
         """How many turns used each memory, for ``person`` (memories never used are absent)."""
         sql = (
-            "SELECT memory, count() FROM usage_verdicts FINAL "
+            f"SELECT memory, count() FROM {self._db.final('usage_verdicts')} "
             "WHERE person = {p:String} AND verdict = 'used' GROUP BY memory"
         )
         with self._db.translated("counting memory uses"):
