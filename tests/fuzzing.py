@@ -236,7 +236,8 @@ class Tally:
     crashes: int = 0
     wrong: int = 0  # answered where nothing was owed
     foreign_stdout: int = 0
-    examples: list[str] = field(default_factory=list)  # the first few inputs that failed
+    examples: list[str] = field(default_factory=list)  # the first few inputs that failed, cut
+    failed: list[tuple[bytes, str]] = field(default_factory=list)  # the first 50, whole, and why
 
     def count(self, outcome: Outcome, sent: bytes, is_error: bool = False, detail: str = "") -> None:
         self.calls += 1
@@ -252,6 +253,8 @@ class Tally:
             if len(self.examples) < 5:
                 said = f" → {detail}" if detail else ""
                 self.examples.append(f"{outcome.value}: {sent[:300]!r}{said}")
+            if len(self.failed) < 50:
+                self.failed.append((sent, f"{outcome.value}: {detail}"))
 
 
 def post_hook(http: httpx2.Client, event: str, body: bytes) -> tuple[Outcome, bool]:

@@ -3,13 +3,14 @@ print what happened: calls made, errors answered, crashes, hangs, foreign stdout
 
     uv run --frozen python tools/fuzz_surfaces.py --minutes 10 [--load 2] [--surface hooks]
 
-The inputs are tests/fuzzing.py's hypothesis strategies (the same as tests/daemon/test_fuzz.py, which
-runs a bounded number in CI), drawn here in rounds of fresh random examples with no shrinking: a
-hang or a crash is counted, its input printed with what the daemon answered, and the server
-restarted. Half the time goes to each surface (all of it to one with ``--surface``). ``--load N``
-runs N busy processes beside it the whole time (a loaded machine: some failures showed only
-then). The daemon's log lines at WARNING and above are printed at the end. Everything runs in a
-MNEMO_HOME of its own under /tmp, removed at the end.
+The inputs are tests/fuzzing.py's hypothesis strategies (the same as tests/daemon/test_fuzz.py,
+which runs a bounded number in CI), drawn here in rounds of fresh random examples with no
+shrinking: a hang or a crash is counted, its input printed (cut) with what the daemon answered,
+and the server restarted; ``--failures FILE`` keeps the failing inputs whole, to replay them (a
+printed input is cut at 300 bytes: a long path replayed from it is another input). Half the time
+goes to each surface (all of it to one with ``--surface``). ``--load N`` runs N busy processes
+beside it the whole time. The daemon's log lines at WARNING and above are printed at the end.
+Everything runs in a MNEMO_HOME of its own under /tmp, removed at the end.
 """
 
 from __future__ import annotations
@@ -92,6 +93,22 @@ def fuzz_hooks(home_settings: Settings, seconds: float, tally: Tally) -> None:
         run_rounds(seconds, one_round)
 
 
+def replay_hooks(home_settings: Settings, failures: Path, tally: Tally) -> None:
+    """Send the hook inputs a ``--failures`` file kept, whole, once each."""
+    ensure_daemon(home_settings)
+    transport = httpx2.HTTPTransport(uds=str(home_settings.socket_path))
+    with httpx2.Client(transport=transport, base_url="http://mnemo") as http:
+        for line in failures.read_text().splitlines():
+            kept = json.loads(line)
+            if kept["surface"] != "hooks":
+                continue
+            latin1 = kept.get("input_latin1")
+            sent = latin1.encode("latin-1") if latin1 is not None else kept["input"].encode()
+            event, _, body = sent.partition(b" ")
+            outcome, is_error, said = post_hook_said(http, event.decode(), body)
+            tally.count(outcome, sent, is_error, said)
+
+
 def report(name: str, tally: Tally, seconds: float) -> dict[str, object]:
     figures = {
         "surface": name,
@@ -119,10 +136,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=10.0, help="total time, split between the two")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--failures", type=Path, help="write the failing inputs here, whole (JSON lines), to replay them"
+    )
+    parser.add_argument("--replay", type=Path, help="send the hook inputs of a --failures file, once each")
     parser.add_argument("--load", type=int, default=0, help="busy processes beside the run")
     parser.add_argument("--surface", choices=["both", "mcp", "hooks"], default="both")
     args = parser.parse_args()
-    shares = {"both": (0.5, 0.5), "mcp": (1.0, 0.0), "hooks": (0.0, 1.0)}[args.surface]
+    shares = {"both": (0.5, 0.5), "mcp": (1.0, 0.0), "hooks": (0.0, 1.0)}[
+        "hooks" if args.replay else args.surface
+    ]
     mcp, hooks = Tally(), Tally()
     load = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(max(0, args.load))]
     try:
@@ -132,7 +155,9 @@ def main() -> int:
                 fuzz_mcp(home.env, home.path / "mcp.stderr", args.minutes * 60 * shares[0], mcp)
             mcp_s = time.monotonic() - started
             started = time.monotonic()
-            if shares[1]:
+            if args.replay:
+                replay_hooks(home.settings, args.replay, hooks)
+            elif shares[1]:
                 fuzz_hooks(home.settings, args.minutes * 60 * shares[1], hooks)
             hooks_s = time.monotonic() - started
             figures = [report("mnemo-mcp", mcp, mcp_s), report("hooks", hooks, hooks_s)]
@@ -150,6 +175,14 @@ def main() -> int:
             busy.kill()
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
+    if args.failures:
+        lines = [
+            # latin-1: every byte as one character, so the input is replayed byte for byte
+            json.dumps({"surface": name, "input_latin1": sent.decode("latin-1"), "outcome": why})
+            for name, tally in (("mnemo-mcp", mcp), ("hooks", hooks))
+            for sent, why in tally.failed
+        ]
+        args.failures.write_text("".join(f"{line}\n" for line in lines))
     failed = sum(t.crashes + t.hangs + t.wrong + t.foreign_stdout for t in (mcp, hooks))
     return 1 if failed else 0
 

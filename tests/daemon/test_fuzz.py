@@ -5,6 +5,7 @@ the daemon behind it."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 import httpx2
@@ -49,6 +50,19 @@ def test_every_hook_input_is_answered_and_never_a_server_error(module_home: Home
 
         answered()
     assert daemon_pid(settings_) == pid, "the daemon was replaced: it died on the way"
+
+
+def test_the_session_start_inputs_the_long_fuzz_runs_failed_on_are_answered(module_home: Home) -> None:
+    """The SessionStart failures tools/fuzz_surfaces.py found (reproduced at 831dbeb, where they
+    were reported: HTTP 500, "OSError(36, 'File name too long')"): a cwd with a name past the
+    system's 255 bytes. Their printed inputs were cut at 300 bytes, which is why replaying those
+    answered 200; whole, they fail without fbf253d (workspace.repo_root)."""
+    ensure_daemon(module_home.settings)
+    transport = httpx2.HTTPTransport(uds=str(module_home.settings.socket_path))
+    with httpx2.Client(transport=transport, base_url="http://mnemo") as http:
+        for cwd in ("/srv/" + "x" * 300, "/srv/" + "x" * 300 + "/api", "x" * 5000):
+            body = json.dumps({"session_id": "s-long-cwd", "cwd": cwd, "source": "startup"}).encode()
+            assert post_hook(http, "SessionStart", body) == (Outcome.ANSWERED, False), cwd[:40]
 
 
 def test_the_hook_process_exits_0_and_prints_nothing_but_a_hooks_answer_whatever_it_is_given(
