@@ -85,21 +85,9 @@ def test_a_daemon_killed_mid_distillation_redoes_the_batch_exactly_once(
     llm_server.delay_s = 30.0  # the daemon waits for the model's answer when it is killed
     configured = _configured(home, llm_server, MNEMO_DISTILL_IDLE_S="3600")
 
-    async def start_and_kill() -> None:
-        async with DaemonClient(configured.settings) as client:
-            await client.append(EPISODES)
-            assert (await client.distil("s2")).queued
-        with anyio.fail_after(60):  # the daemon calls the model
-            while not llm_server.requests:
-                await anyio.sleep(0.05)
-        pid = daemon_pid(configured.settings)
-        assert pid is not None
-        os.kill(pid, signal.SIGKILL)
-        with anyio.fail_after(30):
-            while is_alive(pid):
-                await anyio.sleep(0.02)
-
-    anyio.run(start_and_kill)
+    pid = anyio.run(_distilling, configured, llm_server)
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: not is_alive(pid), timeout_s=30, what="the killed daemon to be gone")
     # The daemon is gone (its last threads may still be letting go of the store): look at what it left.
     store = _open_when_free(configured.settings.store)
     try:
@@ -108,15 +96,7 @@ def test_a_daemon_killed_mid_distillation_redoes_the_batch_exactly_once(
     finally:
         store.close()
     llm_server.delay_s = 0.0
-
-    async def restart() -> list[str]:
-        async with DaemonClient(configured.settings) as client:
-            await client.ensure_started()  # a new daemon: it redoes the batch left started
-            await _wait_for(client, lambda s: s.distillation.batches_done >= 1)
-            found = await client.recall(RecallRequest(query="what day do we deploy?", limit=10))
-            return [hit.memory.what for hit in found.memories]
-
-    assert anyio.run(restart).count("The shop is deployed on Tuesdays") == 1
+    assert anyio.run(_restarted_recall, configured).count("The shop is deployed on Tuesdays") == 1
     [entry] = json.loads(configured.mnemo("judge-log", "--json").stdout)["entries"]
     assert entry["action"] == "add"
 
@@ -128,33 +108,36 @@ def test_a_stop_during_a_model_call_that_never_answers_stops_at_once_and_the_bat
     llm_server.delay_s = 3600.0  # accepts, never answers; llm_timeout_s stays at its default
     configured = _configured(home, llm_server, MNEMO_DISTILL_IDLE_S="3600")
 
-    async def start() -> int:
-        async with DaemonClient(configured.settings) as client:
-            await client.append(EPISODES)
-            assert (await client.distil("s2")).queued
-        with anyio.fail_after(60):  # the daemon calls the model
-            while not llm_server.requests:
-                await anyio.sleep(0.05)
-        pid = daemon_pid(configured.settings)
-        assert pid is not None
-        return pid
-
-    pid = anyio.run(start)
+    pid = anyio.run(_distilling, configured, llm_server)
     stopped = configured.mnemo("daemon", "stop", check=False)
     assert stopped.returncode == 0, stopped.stderr
     wait_until(lambda: not is_alive(pid), timeout_s=5, what="the stopped daemon to be gone")
     log = configured.settings.log_path.read_text(errors="replace")
     assert "the daemon stopped while the model" in log or "daemon is stopping" in log
     llm_server.delay_s = 0.0
+    assert anyio.run(_restarted_recall, configured).count("The shop is deployed on Tuesdays") == 1
 
-    async def restart() -> list[str]:
-        async with DaemonClient(configured.settings) as client:
-            await client.ensure_started()  # a new daemon: it redoes the batch left started
-            await _wait_for(client, lambda s: s.distillation.batches_done >= 1)
-            found = await client.recall(RecallRequest(query="what day do we deploy?", limit=10))
-            return [hit.memory.what for hit in found.memories]
 
-    assert anyio.run(restart).count("The shop is deployed on Tuesdays") == 1
+async def _distilling(configured: Home, llm_server: LLMServer) -> int:
+    """Session s2 asked for distillation, the daemon waiting on the model: its pid."""
+    async with DaemonClient(configured.settings) as client:
+        await client.append(EPISODES)
+        assert (await client.distil("s2")).queued
+    with anyio.fail_after(60):  # the daemon calls the model
+        while not llm_server.requests:
+            await anyio.sleep(0.05)
+    pid = daemon_pid(configured.settings)
+    assert pid is not None
+    return pid
+
+
+async def _restarted_recall(configured: Home) -> list[str]:
+    """A new daemon, once it has redone the batch left started: what it recalls of deploy days."""
+    async with DaemonClient(configured.settings) as client:
+        await client.ensure_started()
+        await _wait_for(client, lambda s: s.distillation.batches_done >= 1)
+        found = await client.recall(RecallRequest(query="what day do we deploy?", limit=10))
+        return [hit.memory.what for hit in found.memories]
 
 
 def _open_when_free(dsn: str) -> ClickHouseStore:

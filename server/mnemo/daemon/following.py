@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import TypeVar
 
 import anyio
 
@@ -33,6 +34,7 @@ from mnemo.errors import MnemoError
 
 logger = logging.getLogger(__name__)
 PAGE_ROWS = 1_000
+_Cursor = TypeVar("_Cursor", tuple[int, str, int], tuple[int, str])
 
 
 class Follower:
@@ -93,9 +95,9 @@ class Follower:
         if added:
             self._index.wake_embedder()
         self.episodes_applied += added
-        last, full = changes[-1][0], len(changes) == PAGE_ROWS
+        full = len(changes) == PAGE_ROWS
         settled = (await self._calls(store.store_clock) - SETTLE_US, "")
-        self._episode_cursor = last if full or last < settled else max(self._episode_cursor, settled)
+        self._episode_cursor = _moved_on(self._episode_cursor, changes[-1][0], settled, full=full)
         return full
 
     async def _memories(self) -> bool:
@@ -112,9 +114,7 @@ class Follower:
         self.newest_applied = max(self.newest_applied, last[0])
         full = len(changes) == PAGE_ROWS
         settled = (await self._calls(store.store_clock) - SETTLE_US, "", 0)
-        # A full page moves on whatever its age (a bulk load must make progress); otherwise
-        # the cursor stops at the settling window, read again next time.
-        self._cursor = last if full or last < settled else max(self._cursor, settled)
+        self._cursor = _moved_on(self._cursor, last, settled, full=full)
         return full
 
     async def behind(self) -> tuple[int, float] | None:
@@ -124,3 +124,10 @@ class Follower:
             return None
         count, newest = await self._calls(self._calls.store.commits_after, self.newest_applied)
         return count, (newest - self.newest_applied) / 1e6 if count else 0.0
+
+
+def _moved_on(cursor: _Cursor, last: _Cursor, settled: _Cursor, *, full: bool) -> _Cursor:
+    """The cursor after a page whose last row is ``last``: a full page moves on whatever its age
+    (a bulk load must make progress); otherwise the cursor stops at the settling window, read
+    again next time."""
+    return last if full or last < settled else max(cursor, settled)
