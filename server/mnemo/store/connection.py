@@ -77,15 +77,16 @@ class Connection:
             return "1"
         return written_condition(STAMPED_TABLES[table])
 
-    def newest(self, table: str) -> str:
+    def newest(self, table: str, narrow: str = "1") -> str:
         """Of memories, the condition that keeps each memory's newest version among those whose
         writer may write it: its versions fold per writer (migration 15), so ``FINAL`` leaves one
-        row per memory and writer. ``1`` for any other table."""
+        row per memory and writer. ``narrow`` (on what never changes: the id, the namespace) limits
+        the versions looked at, so reading one memory looks at its own. ``1`` for other tables."""
         if table != "memories":
             return "1"
         return (
             "(id, version) IN (SELECT id, max(version) FROM memories "
-            f"WHERE {self.written('memories')} GROUP BY id)"
+            f"WHERE ({narrow}) AND {self.written('memories')} GROUP BY id)"
         )
 
     def final(self, table: str) -> str:
@@ -140,27 +141,71 @@ class Connection:
         parameters: dict[str, Any],
         order: str,
         limit: int,
+        *,
+        narrow: str = "1",
     ) -> list[Sequence[Any]]:
         """Rows of ``table`` as of now (FINAL folds versions and re-sent duplicates; a memory's
-        newest version); of memories and episodes, only those this connection's person may read."""
+        newest version) that match ``where`` and ``narrow`` (conditions on columns no version
+        changes, which also narrow the newest-version lookup); of memories and episodes, only
+        those this connection's person may read."""
         if table in SCOPED_TABLES:
             where, parameters = self.scoped(where, parameters)
-        once = " LIMIT 1 BY id" if table == "memories" else ""  # two writers, one version number
+        where = f"({narrow}) AND ({where})"
+        if table == "memories" and "id" in columns and "version" in columns:
+            return self._newest_rows(columns, where, parameters, order, limit)
         sql = (
-            f"SELECT {', '.join(columns)} FROM {self.final(table)} WHERE ({where}) AND {self.newest(table)} "
-            f"ORDER BY {order}{once} LIMIT {limit:d}"
+            f"SELECT {', '.join(columns)} FROM {self.final(table)} WHERE {where} "
+            f"AND {self.newest(table, narrow)} ORDER BY {order} LIMIT {limit:d}"
         )
         with self.translated(f"reading {table}"):
             rows: list[Sequence[Any]] = self.query(sql, parameters=parameters).result_rows
         return rows
 
+    def _newest_rows(
+        self, columns: Sequence[str], where: str, parameters: dict[str, Any], order: str, limit: int
+    ) -> list[Sequence[Any]]:
+        """Memories matching ``where`` in their newest version: ``FINAL`` leaves each memory's
+        newest row per writer, so a row is kept only when no writer wrote a newer version (asked
+        by id, on the primary key, for the rows read); a page that loses rows so is followed by
+        the next. Cheaper than a newest-version lookup over every memory."""
+        at_id, at_version = columns.index("id"), columns.index("version")
+        kept: list[Sequence[Any]] = []
+        seen: set[str] = set()
+        offset = 0
+        while True:
+            sql = (
+                f"SELECT {', '.join(columns)} FROM {self.final('memories')} WHERE {where} "
+                f"ORDER BY {order} LIMIT {limit:d} OFFSET {offset:d}"
+            )
+            with self.translated("reading memories"):
+                rows: list[Sequence[Any]] = self.query(sql, parameters=parameters).result_rows
+                newest = self._newest_versions(list({str(row[at_id]) for row in rows}))
+            for row in rows:
+                memory_id = str(row[at_id])
+                if memory_id not in seen and int(row[at_version]) == newest.get(memory_id):
+                    seen.add(memory_id)  # two writers may write one version number: the first
+                    kept.append(row)
+                    if len(kept) == limit:
+                        return kept
+            if len(rows) < limit:
+                return kept
+            offset += limit
+
+    def _newest_versions(self, memory_ids: list[str]) -> dict[str, int]:
+        if not memory_ids:
+            return {}
+        rows = self.query(
+            "SELECT id, max(version) FROM memories WHERE id IN {ids:Array(String)} "
+            f"AND {self.written('memories')} GROUP BY id",
+            parameters={"ids": memory_ids},
+        ).result_rows
+        return {str(memory_id): int(version) for memory_id, version in rows}
+
     def by_namespace(self, table: str) -> dict[str, int]:
         """How many rows of ``table`` (as of now) each namespace this connection's person may read holds."""
         where, parameters = self.scoped("1", {})
-        sql = (
-            f"SELECT namespace, uniqExact(id) FROM {self.final(table)} WHERE {where} "
-            f"AND {self.newest(table)} GROUP BY namespace ORDER BY 1"
-        )
+        # Each id once, whatever its versions and writers (a namespace never changes): no FINAL.
+        sql = f"SELECT namespace, uniqExact(id) FROM {table} WHERE {where} GROUP BY namespace ORDER BY 1"
         with self.translated(f"counting {table} by namespace"):
             rows = self.query(sql, parameters=parameters).result_rows
         return {str(namespace): int(count) for namespace, count in rows}

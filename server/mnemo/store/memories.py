@@ -108,20 +108,29 @@ class MemoryTables(Tables):
         return [*MEMORY_COLUMNS, *extra], rows
 
     def _memories(
-        self, where: str, parameters: dict[str, Any], limit: int, order: str = "updated_at DESC, id"
+        self,
+        where: str,
+        parameters: dict[str, Any],
+        limit: int,
+        order: str = "updated_at DESC, id",
+        *,
+        narrow: str = "1",
     ) -> list[Memory]:
-        """Current memories matching ``where``, most recently updated first unless ``order`` says."""
-        rows = self._db.current_rows("memories", MEMORY_COLUMNS, where, parameters, order, limit)
+        """Current memories matching ``where`` and ``narrow`` (on the id or namespace only: see
+        :meth:`Connection.current_rows`), most recently updated first unless ``order`` says."""
+        rows = self._db.current_rows(
+            "memories", MEMORY_COLUMNS, where, parameters, order, limit, narrow=narrow
+        )
         return [memory_from_row(row) for row in rows]
 
     def get_memory(self, memory_id: str) -> Memory | None:
-        found = self._memories("id = {id:String}", {"id": memory_id}, 1)
+        found = self._memories("1", {"id": memory_id}, 1, narrow="id = {id:String}")
         return found[0] if found else None
 
     def active_memories(self, namespaces: Sequence[str], limit: int) -> list[Memory]:
         """Active memories in ``namespaces``, most recently updated first."""
-        where = "namespace IN {ns:Array(String)} AND status = 'active'"
-        return self._memories(where, {"ns": list(namespaces)}, limit)
+        narrow = "namespace IN {ns:Array(String)}"
+        return self._memories("status = 'active'", {"ns": list(namespaces)}, limit, narrow=narrow)
 
     def current_versions(self, memory_ids: Sequence[str]) -> dict[str, int]:
         """The newest stored version of each of ``memory_ids`` (absent: none stored)."""
@@ -169,11 +178,8 @@ class MemoryTables(Tables):
     def memory_count(self) -> int:
         """How many memories there are (each once, whatever its versions)."""
         where, parameters = self._db.scoped("1", {})
-        with self._db.translated("counting memories"):  # each memory once, by its newest version
-            sql = (
-                f"SELECT uniqExact(id) FROM {self._db.final('memories')} WHERE {where} "
-                f"AND {self._db.newest('memories')}"
-            )
+        with self._db.translated("counting memories"):
+            sql = f"SELECT uniqExact(id) FROM memories WHERE {where}"  # no FINAL: ids, not versions
             return int(self._db.command(sql, parameters))
 
     def store_clock(self) -> int:
@@ -189,6 +195,6 @@ class MemoryTables(Tables):
         arrive while the daemon builds its index.
         """
         if namespace is None:
-            return self._memories("id > {after:String}", {"after": after}, limit, "id")
-        where = "id > {after:String} AND namespace = {ns:String}"
-        return self._memories(where, {"after": after, "ns": namespace}, limit, "id")
+            return self._memories("1", {"after": after}, limit, "id", narrow="id > {after:String}")
+        narrow = "id > {after:String} AND namespace = {ns:String}"
+        return self._memories("1", {"after": after, "ns": namespace}, limit, "id", narrow=narrow)
