@@ -216,7 +216,7 @@ class ClickHouseStore(
             episodes = int(self._db.command(sql, parameters))
             by_status = self._db.query(
                 f"SELECT status, uniqExact(id) FROM {self._db.final('memories')} WHERE {where} "
-                f"AND {self._db.newest('memories')} GROUP BY status",
+                f"AND {self._db.newest_memories()} GROUP BY status",
                 parameters=parameters,
             )
             entities = int(self._db.command("SELECT count() FROM entities FINAL"))

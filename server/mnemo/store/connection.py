@@ -77,16 +77,13 @@ class Connection:
             return "1"
         return written_condition(STAMPED_TABLES[table])
 
-    def newest(self, table: str, narrow: str = "1") -> str:
-        """Of memories, the condition that keeps each memory's newest version among those whose
-        writer may write it: its versions fold per writer (migration 15), so ``FINAL`` leaves one
-        row per memory and writer. ``narrow`` (on what never changes: the id, the namespace) limits
-        the versions looked at, so reading one memory looks at its own. ``1`` for other tables."""
-        if table != "memories":
-            return "1"
+    def newest_memories(self) -> str:
+        """The condition that keeps each memory's newest version among those whose writer may
+        write it, over every memory (for a count by status; a read of rows checks the rows it
+        read by id instead, :meth:`current_rows`)."""
         return (
             "(id, version) IN (SELECT id, max(version) FROM memories "
-            f"WHERE ({narrow}) AND {self.written('memories')} GROUP BY id)"
+            f"WHERE {self.written('memories')} GROUP BY id)"
         )
 
     def final(self, table: str) -> str:
@@ -141,21 +138,17 @@ class Connection:
         parameters: dict[str, Any],
         order: str,
         limit: int,
-        *,
-        narrow: str = "1",
     ) -> list[Sequence[Any]]:
-        """Rows of ``table`` as of now (FINAL folds versions and re-sent duplicates; a memory's
-        newest version) that match ``where`` and ``narrow`` (conditions on columns no version
-        changes, which also narrow the newest-version lookup); of memories and episodes, only
-        those this connection's person may read."""
+        """Rows of ``table`` as of now (FINAL folds versions and re-sent duplicates; of memories,
+        each one's newest version, so ``columns`` holds id and version); of memories and
+        episodes, only those this connection's person may read."""
         if table in SCOPED_TABLES:
             where, parameters = self.scoped(where, parameters)
-        where = f"({narrow}) AND ({where})"
-        if table == "memories" and "id" in columns and "version" in columns:
+        if table == "memories":
             return self._newest_rows(columns, where, parameters, order, limit)
         sql = (
             f"SELECT {', '.join(columns)} FROM {self.final(table)} WHERE {where} "
-            f"AND {self.newest(table, narrow)} ORDER BY {order} LIMIT {limit:d}"
+            f"ORDER BY {order} LIMIT {limit:d}"
         )
         with self.translated(f"reading {table}"):
             rows: list[Sequence[Any]] = self.query(sql, parameters=parameters).result_rows
@@ -179,7 +172,7 @@ class Connection:
             )
             with self.translated("reading memories"):
                 rows: list[Sequence[Any]] = self.query(sql, parameters=parameters).result_rows
-                newest = self._newest_versions(list({str(row[at_id]) for row in rows}))
+                newest = self.newest_versions(list({str(row[at_id]) for row in rows}))
             for row in rows:
                 memory_id = str(row[at_id])
                 if memory_id not in seen and int(row[at_version]) == newest.get(memory_id):
@@ -191,13 +184,15 @@ class Connection:
                 return kept
             offset += limit
 
-    def _newest_versions(self, memory_ids: list[str]) -> dict[str, int]:
+    def newest_versions(self, memory_ids: Sequence[str]) -> dict[str, int]:
+        """The newest version of each of ``memory_ids`` a writer who may write it wrote (absent:
+        none stored), on the primary key."""
         if not memory_ids:
             return {}
         rows = self.query(
             "SELECT id, max(version) FROM memories WHERE id IN {ids:Array(String)} "
             f"AND {self.written('memories')} GROUP BY id",
-            parameters={"ids": memory_ids},
+            parameters={"ids": list(memory_ids)},
         ).result_rows
         return {str(memory_id): int(version) for memory_id, version in rows}
 

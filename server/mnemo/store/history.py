@@ -76,9 +76,8 @@ class HistoryTables(Tables):
         if listing.types:
             where.append("type IN {types:Array(String)}")
             parameters["types"] = list(listing.types)
-        narrow = "1"
         if listing.namespaces:
-            narrow = "namespace IN {namespaces:Array(String)}"
+            where.append("namespace IN {namespaces:Array(String)}")
             parameters["namespaces"] = list(listing.namespaces)
         if listing.since is not None:
             where.append("updated_at >= {since:DateTime64(3, 'UTC')}")
@@ -87,12 +86,6 @@ class HistoryTables(Tables):
             where.append("updated_at < {until:DateTime64(3, 'UTC')}")
             parameters["until"] = as_stored(listing.until)
         rows = self._db.current_rows(
-            "memories",
-            MEMORY_COLUMNS,
-            " AND ".join(where),
-            parameters,
-            "updated_at DESC, id",
-            limit,
-            narrow=narrow,
+            "memories", MEMORY_COLUMNS, " AND ".join(where), parameters, "updated_at DESC, id", limit
         )
         return [memory_from_row(row) for row in rows]

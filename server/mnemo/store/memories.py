@@ -108,41 +108,25 @@ class MemoryTables(Tables):
         return [*MEMORY_COLUMNS, *extra], rows
 
     def _memories(
-        self,
-        where: str,
-        parameters: dict[str, Any],
-        limit: int,
-        order: str = "updated_at DESC, id",
-        *,
-        narrow: str = "1",
+        self, where: str, parameters: dict[str, Any], limit: int, order: str = "updated_at DESC, id"
     ) -> list[Memory]:
-        """Current memories matching ``where`` and ``narrow`` (on the id or namespace only: see
-        :meth:`Connection.current_rows`), most recently updated first unless ``order`` says."""
-        rows = self._db.current_rows(
-            "memories", MEMORY_COLUMNS, where, parameters, order, limit, narrow=narrow
-        )
+        """Current memories matching ``where``, most recently updated first unless ``order`` says."""
+        rows = self._db.current_rows("memories", MEMORY_COLUMNS, where, parameters, order, limit)
         return [memory_from_row(row) for row in rows]
 
     def get_memory(self, memory_id: str) -> Memory | None:
-        found = self._memories("1", {"id": memory_id}, 1, narrow="id = {id:String}")
+        found = self._memories("id = {id:String}", {"id": memory_id}, 1)
         return found[0] if found else None
 
     def active_memories(self, namespaces: Sequence[str], limit: int) -> list[Memory]:
         """Active memories in ``namespaces``, most recently updated first."""
-        narrow = "namespace IN {ns:Array(String)}"
-        return self._memories("status = 'active'", {"ns": list(namespaces)}, limit, narrow=narrow)
+        where = "namespace IN {ns:Array(String)} AND status = 'active'"
+        return self._memories(where, {"ns": list(namespaces)}, limit)
 
     def current_versions(self, memory_ids: Sequence[str]) -> dict[str, int]:
         """The newest stored version of each of ``memory_ids`` (absent: none stored)."""
-        if not memory_ids:
-            return {}
         with self._db.translated("reading memory versions"):
-            rows = self._db.query(
-                "SELECT id, max(version) FROM memories WHERE id IN {ids:Array(String)} "
-                f"AND {self._db.written('memories')} GROUP BY id",
-                parameters={"ids": list(memory_ids)},
-            ).result_rows
-        return {str(row[0]): int(row[1]) for row in rows}
+            return self._db.newest_versions(memory_ids)
 
     def stale_candidates(self, updated_before: datetime, limit: int) -> list[Memory]:
         """Candidates whose current version is older than ``updated_before``."""
@@ -195,6 +179,6 @@ class MemoryTables(Tables):
         arrive while the daemon builds its index.
         """
         if namespace is None:
-            return self._memories("1", {"after": after}, limit, "id", narrow="id > {after:String}")
-        narrow = "id > {after:String} AND namespace = {ns:String}"
-        return self._memories("1", {"after": after, "ns": namespace}, limit, "id", narrow=narrow)
+            return self._memories("id > {after:String}", {"after": after}, limit, "id")
+        where = "id > {after:String} AND namespace = {ns:String}"
+        return self._memories(where, {"after": after, "ns": namespace}, limit, "id")
