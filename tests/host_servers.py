@@ -1,10 +1,11 @@
 """Scripted model servers for the real hosts: Anthropic Messages (Claude Code) and OpenAI
 Responses (Codex), streaming the server-sent events each CLI expects, over real HTTP on 127.0.0.1.
 
-A test gives a ``reply(body) -> Block`` function: from the request body (the whole conversation
-so far, tools offered, injected context) it decides the next assistant step — a text answer or
-one tool call. Every request body is kept in ``requests``. Formats as observed with Claude Code
-2.1.197 and Codex 0.171.0 (``HEAD /`` and ``count_tokens`` are answered too).
+A test gives a ``reply(body) -> Block | list[Block]`` function: from the request body (the whole
+conversation so far, tools offered, injected context) it decides the next assistant step — a text
+answer, one tool call, or both in one message (a text, then the call). Every request body is kept
+in ``requests``. Formats as observed with Claude Code 2.1.197 and Codex 0.171.0 (``HEAD /`` and
+``count_tokens`` are answered too).
 """
 
 from __future__ import annotations
@@ -32,11 +33,28 @@ class ToolCall:
 
 
 Block = Text | ToolCall
+Reply = Block | list[Block]
+
+
+# Codex's config.toml for a scripted server at {url} (format with the server's url).
+CODEX_CONFIG = """\
+model = "gpt-5"
+model_provider = "scripted"
+# Codex (0.147+) gives an optional MCP server ~1 s to start, then runs the turn without its tools;
+# mnemo-mcp takes about that long (importing the MCP SDK). 0: wait up to startup_timeout_sec.
+mcp_optional_startup_grace_ms = 0
+
+[model_providers.scripted]
+name = "scripted"
+base_url = "{url}/v1"
+wire_api = "responses"
+env_key = "SCRIPTED_API_KEY"
+"""
 
 
 @dataclass
 class ScriptedServer:
-    reply: Callable[[dict[str, Any]], Block]
+    reply: Callable[[dict[str, Any]], Reply]
     requests: list[dict[str, Any]] = field(default_factory=list)
     url: str = ""
 
@@ -49,51 +67,54 @@ def _sse(out: Any, event: str, data: dict[str, Any]) -> None:
     out.flush()
 
 
-def _anthropic_stream(out: Any, body: dict[str, Any], block: Block) -> None:
+def _anthropic_stream(out: Any, body: dict[str, Any], blocks: list[Block]) -> None:
     message_id = f"msg_{time.time_ns()}"
     message = {
         "id": message_id, "type": "message", "role": "assistant", "model": body.get("model"), "content": [],
         "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 1200, "output_tokens": 1},
     }  # fmt: skip
     _sse(out, "message_start", {"type": "message_start", "message": message})
-    if isinstance(block, Text):
-        start = {"type": "text", "text": ""}
-        delta = {"type": "text_delta", "text": block.text}
-    else:
-        start = {"type": "tool_use", "id": block.id, "name": block.name, "input": {}}
-        delta = {"type": "input_json_delta", "partial_json": json.dumps(block.arguments)}
-    _sse(out, "content_block_start", {"type": "content_block_start", "index": 0, "content_block": start})
-    _sse(out, "content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta})
-    _sse(out, "content_block_stop", {"type": "content_block_stop", "index": 0})
-    stop = "end_turn" if isinstance(block, Text) else "tool_use"
+    for index, block in enumerate(blocks):
+        if isinstance(block, Text):
+            start = {"type": "text", "text": ""}
+            delta = {"type": "text_delta", "text": block.text}
+        else:
+            start = {"type": "tool_use", "id": block.id, "name": block.name, "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block.arguments)}
+        started = {"type": "content_block_start", "index": index, "content_block": start}
+        _sse(out, "content_block_start", started)
+        _sse(out, "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+        _sse(out, "content_block_stop", {"type": "content_block_stop", "index": index})
+    stop = "tool_use" if any(isinstance(b, ToolCall) for b in blocks) else "end_turn"
     delta_end = {"stop_reason": stop, "stop_sequence": None}
     _sse(out, "message_delta", {"type": "message_delta", "delta": delta_end, "usage": {"output_tokens": 20}})
     _sse(out, "message_stop", {"type": "message_stop"})
 
 
-def _responses_stream(out: Any, body: dict[str, Any], block: Block) -> None:
-    response_id = f"resp_{time.time_ns()}"
-    item: dict[str, Any]
+def _responses_item(index: int, block: Block) -> dict[str, Any]:
     if isinstance(block, Text):
-        item = {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+        return {"type": "message", "id": f"msg_{index}", "role": "assistant", "status": "completed",
                 "content": [{"type": "output_text", "text": block.text, "annotations": []}]}  # fmt: skip
-    else:
-        namespace, _, name = block.name.rpartition("/")
-        item = {"type": "function_call", "id": f"fc_{block.id}", "call_id": block.id, "name": name,
-                "arguments": json.dumps(block.arguments), "status": "completed"}  # fmt: skip
-        if namespace:
-            item["namespace"] = namespace
+    namespace, _, name = block.name.rpartition("/")
+    item = {"type": "function_call", "id": f"fc_{block.id}", "call_id": block.id, "name": name,
+            "arguments": json.dumps(block.arguments), "status": "completed"}  # fmt: skip
+    if namespace:
+        item["namespace"] = namespace
+    return item
+
+
+def _responses_stream(out: Any, body: dict[str, Any], blocks: list[Block]) -> None:
+    response_id = f"resp_{time.time_ns()}"
+    items = [_responses_item(index, block) for index, block in enumerate(blocks)]
     created = {"id": response_id, "status": "in_progress", "output": []}
     _sse(out, "response.created", {"type": "response.created", "response": created})
-    _sse(
-        out,
-        "response.output_item.done",
-        {"type": "response.output_item.done", "output_index": 0, "item": item},
-    )
+    for index, item in enumerate(items):
+        done = {"type": "response.output_item.done", "output_index": index, "item": item}
+        _sse(out, "response.output_item.done", done)
     usage = {"input_tokens": 1500, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 20,
              "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 1520}  # fmt: skip
     _sse(out, "response.completed", {"type": "response.completed", "response": {
-        "id": response_id, "status": "completed", "output": [item], "usage": usage}})  # fmt: skip
+        "id": response_id, "status": "completed", "output": items, "usage": usage}})  # fmt: skip
 
 
 @contextmanager
@@ -128,7 +149,8 @@ def running(server: ScriptedServer) -> Iterator[ScriptedServer]:
                 return
             server.requests.append(body)
             try:
-                block = server.reply(body)
+                reply = server.reply(body)
+                blocks = reply if isinstance(reply, list) else [reply]
             except Exception as exc:  # a script error must show in the test, not hang the host
                 self._json(
                     400, {"type": "error", "error": {"type": "invalid_request_error", "message": repr(exc)}}
@@ -140,9 +162,9 @@ def running(server: ScriptedServer) -> Iterator[ScriptedServer]:
             self.send_header("connection", "close")
             self.end_headers()
             if "/responses" in self.path:
-                _responses_stream(self.wfile, body, block)
+                _responses_stream(self.wfile, body, blocks)
             else:
-                _anthropic_stream(self.wfile, body, block)
+                _anthropic_stream(self.wfile, body, blocks)
             self.close_connection = True
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -36,7 +36,7 @@ from starlette.routing import Route
 @dataclass
 class Rule:
     matches: Callable[[str], bool]
-    text: str | None = None
+    text: str | Callable[[str], str] | None = None  # a function of the prompt: an answer that quotes it
     choices: dict[str, float] | None = None  # token → probability (the first is the one sampled)
     times: int | None = None  # None: every time
 
@@ -57,7 +57,7 @@ class LLMServer:
         self,
         *,
         contains: str | Callable[[str], bool],
-        text: str | None = None,
+        text: str | Callable[[str], str] | None = None,
         choices: dict[str, float] | None = None,
         times: int | None = None,
     ) -> None:
@@ -108,7 +108,7 @@ class LLMServer:
             content = token
         else:
             assert rule.text is not None
-            content = rule.text
+            content = rule.text(prompt) if callable(rule.text) else rule.text
         max_tokens = body.get("max_completion_tokens") or body.get("max_tokens")
         words = content.split(" ")
         if max_tokens is not None and len(words) > max_tokens:

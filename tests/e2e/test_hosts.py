@@ -21,7 +21,7 @@ from mnemo.api.recall import RecallEpisodeRequest
 from mnemo.client.launcher import stop_daemon
 from mnemo.client.typed import DaemonClient
 from tests.helpers import BIN, REPO, Home
-from tests.host_servers import Block, ScriptedServer, Text, ToolCall, running, tool_results
+from tests.host_servers import CODEX_CONFIG, Block, ScriptedServer, Text, ToolCall, running, tool_results
 
 HOSTS = Path(os.environ.get("MNEMO_TEST_HOSTS_DIR") or REPO / ".hosts")
 DEPLOY = "Deploys happen on Thursdays because QA tests on Wednesday"
@@ -184,21 +184,6 @@ def test_claude_code_loads_the_plugin_and_its_hooks_record_inject_and_answer(
     assert result["result"] == f"We deploy on Thursdays, as decided [{memory_id}]."
     _check_turn(home, server, result["session_id"], memory_id, "claude-code")
     _check_backfill(home, "claude-code", Path(env["HOME"]) / ".claude" / "projects", result["session_id"])
-
-
-CODEX_CONFIG = """\
-model = "gpt-5"
-model_provider = "scripted"
-# Codex (0.147+) gives an optional MCP server ~1 s to start, then runs the turn without its tools;
-# mnemo-mcp takes about that long (importing the MCP SDK). 0: wait up to startup_timeout_sec.
-mcp_optional_startup_grace_ms = 0
-
-[model_providers.scripted]
-name = "scripted"
-base_url = "{url}/v1"
-wire_api = "responses"
-env_key = "SCRIPTED_API_KEY"
-"""
 
 
 def test_codex_loads_the_same_plugin_and_its_hooks_record_inject_and_answer(

@@ -51,6 +51,11 @@ class DistillStatus(BaseModel):
 
     enabled: bool = Field(description="Whether this daemon distils: a model is configured, writer not never.")
     running: str = Field(description="The session being distilled now ('' when none).")
+    asked: int = Field(
+        default=0,
+        description="Sessions asked for (mnemo distill, the PreCompact and SessionEnd hooks) and not yet "
+        "distilled, the one running included.",
+    )
     batches_done: int = Field(description="Batches finished since the daemon started.")
     memories_added: int = Field(description="Memories those batches added.")
     paused_until: datetime | None = Field(description="Model work waits until then (cap spent, or back-off).")

@@ -97,6 +97,8 @@ def _show_distillation(distillation: Doc) -> None:
     if not distillation["enabled"]:
         return
     now = f", distilling {distillation['running']}" if distillation["running"] else ""
+    if distillation.get("asked"):
+        now += f", {distillation['asked']:,} session(s) asked for"
     write(
         f"distilled  {distillation['batches_done']:,} batches, {distillation['memories_added']:,} memories "
         f"added since start{now}"

@@ -132,6 +132,11 @@ class DistillLoop:
         self._wake.set()
 
     @property
+    def asked(self) -> int:
+        """Sessions asked for and not yet distilled."""
+        return len(self._requested)
+
+    @property
     def is_busy(self) -> bool:
         return bool(self.state.running)
 

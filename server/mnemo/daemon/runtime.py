@@ -243,6 +243,7 @@ class Daemon:
             ),
             distillation=DistillStatus(
                 **dataclasses.asdict(self.distilling.state),
+                asked=self.distilling.asked,
                 failed_batches=failed,
                 last_failure=last_failure,
                 lease=lease,

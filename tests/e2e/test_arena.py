@@ -1,0 +1,110 @@
+"""tools/eval_arena.py through the real hosts, with the writer's model scripted (tests/llm_server.py):
+a scenario session with two prompts and a tool turn is played through Claude Code or Codex with
+mnemo's plugin; the hooks record it as the exchanges say; the daemon distils it; the question,
+asked in a new session, finds the memory in what the hooks injected, recall agrees, mnemo off
+does not have it, and the usage audit has the oracle reader's citation. What the figures are with
+a real model is in docs/benchmarks.md; this shows the arena plays and counts right.
+
+The hosts come from ``MNEMO_TEST_HOSTS_DIR`` as in tests/e2e/test_hosts.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_hosts import HOSTS, _host
+from tests.helpers import BIN, REPO, yes_with
+from tests.llm_server import LLMServer
+
+TOOL = REPO / "tools" / "eval_arena.py"
+DECISION = "From now on we deploy the shop on Tuesdays."
+SCENARIO = {
+    "scenarios": [
+        {
+            "name": "deploys",
+            "sessions": [
+                {
+                    "name": "s1",
+                    "day": 1,
+                    "turns": [
+                        {"role": "user", "text": DECISION},
+                        {"role": "assistant", "text": "Let me look at the release calendar."},
+                        {"role": "tool", "text": "calendar: Tuesday 10:00 free (marker-4b1d)"},
+                        {"role": "assistant", "text": "Understood, deploys go out on Tuesday."},
+                        {"role": "user", "text": "Thanks, that is all."},
+                        {"role": "assistant", "text": "Noted."},
+                    ],
+                }
+            ],
+            "checks": [{"recall": "what day do we deploy?", "top": ["tuesday"], "status": "active"}],
+        }
+    ]
+}
+
+
+def _extraction(prompt: str) -> str:
+    """The decision, citing the prompt's episode as the transcript shows it; nothing from the
+    question sessions (a host's SessionEnd asks for them too)."""
+    found = re.search(r"\[([^\]]+)\][^\n]*" + re.escape(DECISION), prompt)
+    if found is None:
+        return json.dumps({"memories": []})
+    memory = {"type": "decision", "what": "The shop is deployed on Tuesdays", "sources": [found.group(1)]}
+    return json.dumps({"memories": [memory]})
+
+
+@pytest.mark.parametrize("host", ["claude-code", "codex"])
+def test_the_arena_plays_a_scenario_through_the_host_and_scores_what_was_injected(
+    host: str, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    _host("claude" if host == "claude-code" else "codex")
+    llm_server.answer(contains="Transcript:", text=_extraction)
+    for question in ("help a later conversation", "still be true in a month", "back the NEW memory's why"):
+        llm_server.answer(contains=question, choices=yes_with(0.9))
+    # The usage audit, asked of a memory the answer does not cite: clearly unused (only a citation is used).
+    llm_server.answer(contains="Did the ANSWER use the MEMORY", choices=yes_with(0.01))
+    scenarios = tmp_path / "scenarios.json"
+    scenarios.write_text(json.dumps(SCENARIO))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env["PATH"] = f"{BIN}:{env['PATH']}"
+    command = [sys.executable, str(TOOL), "--host", host, "--scenarios", str(scenarios),
+               "--hosts-dir", str(HOSTS), "--llm-url", llm_server.url, "--model", "scripted-1",
+               "--json", "--keep"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    *_, line, summary = done.stdout.strip().splitlines()
+    kept = Path(done.stderr.split("arena kept in ")[-1].split()[0])
+    try:
+        out = json.loads(line)
+        [session] = out["sessions"]
+        assert session["added"] == 1 and session["calls"] >= 1, session
+        [question] = out["questions"]
+        assert question["answered"] and question["recall_ok"], question
+        assert question["blocks"] and set(question["blocks"]) <= {"SessionStart", "UserPromptSubmit"}
+        assert question["tokens"] > 0 and not question["stale"]
+        assert not question["off_answered"] and question["off_request_tokens"] > 0
+        [scenario] = out["scenarios"]
+        assert scenario["verdicts"]["used"] == 1, scenario  # the reader cited the memory
+        assert scenario["tokens_per_answer"] == question["tokens"]
+        assert summary.startswith(f"arena {host} (scripted-1): 1/1 answered by what was injected"), summary
+        # The hooks recorded the session as played: two prompts, the real shell's output, the answers.
+        user_env = {**env, "HOME": str(kept / "home")}
+        shown = subprocess.run(
+            [str(BIN / "mnemo"), "recall-episode", "--session", session["session_id"], "--json"],
+            env=user_env, capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        episodes = [hit["episode"] for hit in json.loads(shown)["episodes"]]
+        kinds = [e["kind"] for e in episodes]
+        assert kinds == ["prompt", "tool_result", "response", "prompt", "response"], kinds
+        assert episodes[0]["text"] == DECISION and "marker-4b1d" in episodes[1]["text"]
+        assert episodes[2]["text"] == "Understood, deploys go out on Tuesday."
+        assert episodes[4]["text"] == "Noted."
+    finally:
+        stop = [str(BIN / "mnemo"), "daemon", "stop"]
+        subprocess.run(stop, env={**env, "HOME": str(kept / "home")}, check=False, capture_output=True)
+        subprocess.run(["rm", "-rf", str(kept)], check=False)
