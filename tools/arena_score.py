@@ -1,0 +1,172 @@
+"""How tools/eval_arena.py scores a question and sums a scenario: what the hooks injected against
+the answer words, the stale words and recall; its tables and summary line."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from arena_hosts import body_text
+from mnemo.usage.budget import estimate_tokens
+from tests.host_servers import Block, Text
+
+BLOCK = re.compile(r'<mnemo-memory source="(\w+)">(.*?)</mnemo-memory>', re.DOTALL)
+LINE = re.compile(r"^- \[([^\]]+)\] (.*)$", re.MULTILINE)
+NOT_GIVEN = "Not in what I was given."
+WAIT_S = 1800
+
+
+def holds(text: str, words: Sequence[str]) -> bool:
+    """Every word (``a|b`` meaning either) in ``text``, case aside (eval_scenarios' rule)."""
+    text = text.lower()
+    return all(any(w.lower() in text for w in word.split("|")) for word in words)
+
+
+def injected_blocks(body: dict[str, Any]) -> list[tuple[str, str]]:
+    """The mnemo blocks a request carried, (source, text), each once, in order."""
+    return list(dict.fromkeys((m.group(1), m.group(2)) for m in BLOCK.finditer(body_text(body))))
+
+
+def reader(answer: Sequence[str]) -> Any:
+    """The oracle reader: cites the injected memory whose line holds the answer."""
+
+    def reply(body: dict[str, Any]) -> Block:
+        if not body.get("tools"):
+            return Text("ok")
+        for _, text in injected_blocks(body):
+            for memory_id, line in LINE.findall(text):
+                if holds(line, answer):
+                    return Text(f"From memory [{memory_id}]: {line[:300]}")
+        return Text(NOT_GIVEN)
+
+    return reply
+
+
+def score_question(
+    scenario: dict[str, Any],
+    check: dict[str, Any],
+    on: dict[str, Any],
+    off: dict[str, Any] | None,
+    recall: tuple[str, str],
+) -> dict[str, Any]:
+    answer = check["top"]
+    where = [source for source, text in on["blocks"] if holds(text, answer)]
+    joined = "\n".join(text for _, text in on["blocks"])
+    stale_words = [c["closed"] for c in scenario.get("checks", []) if "closed" in c]
+    stale = []
+    if check.get("status", "active") == "active":
+        stale = [
+            line
+            for _, text in on["blocks"]
+            for _, line in LINE.findall(text)
+            if any(holds(line, words) for words in stale_words) and not holds(line, answer)
+        ]
+    status, text = recall
+    return {
+        "scenario": scenario["name"],
+        "question": check["recall"],
+        "label": check.get("label", ""),
+        "answered": holds(joined, answer) if on["blocks"] else False,
+        "blocks": where,
+        "stale": stale[:3],
+        "tokens": sum(
+            estimate_tokens(f'<mnemo-memory source="{s}">{t}</mnemo-memory>') for s, t in on["blocks"]
+        ),
+        "recall_ok": bool(text) and holds(text, answer) and status == check.get("status", "active"),
+        "recall_top": f"{status} {text[:120]}".strip(),
+        "off_answered": off is not None and holds(off["conversation"], answer),
+        "request_tokens": estimate_tokens(on["text"]),
+        "off_request_tokens": estimate_tokens(off["text"]) if off is not None else 0,
+    }
+
+
+def scenario_row(
+    name: str,
+    rows: Sequence[dict[str, Any]],
+    asked: Sequence[dict[str, Any]],
+    before: dict[str, int],
+    after: dict[str, int],
+) -> dict[str, Any]:
+    answered = sum(q["answered"] for q in asked)
+    tokens = sum(q["tokens"] for q in asked)
+    return {
+        "scenario": name,
+        "questions": len(asked),
+        "answered": answered,
+        "recall_ok": sum(q["recall_ok"] for q in asked),
+        "stale": sum(bool(q["stale"]) for q in asked),
+        "off_answered": sum(q["off_answered"] for q in asked),
+        "tokens": tokens,
+        "tokens_per_answer": round(tokens / answered) if answered else None,
+        "model_s": round(sum(r["seconds"] for r in rows), 1),
+        "model_calls": sum(r["calls"] for r in rows),
+        "model_tokens": sum(r["tokens"] for r in rows),
+        "verdicts": {k: after[k] - before.get(k, 0) for k in ("used", "unused", "unclear")},
+    }
+
+
+def totals(
+    per_scenario: Sequence[dict[str, Any]], questions: Sequence[dict[str, Any]], baseline: bool
+) -> dict[str, Any]:
+    total = {
+        k: sum(s[k] for s in per_scenario)
+        for k in (
+            "questions",
+            "answered",
+            "recall_ok",
+            "stale",
+            "off_answered",
+            "tokens",
+            "model_s",
+            "model_calls",
+        )
+    }
+    total["tokens_per_answer"] = round(total["tokens"] / total["answered"]) if total["answered"] else None
+    total["verdicts"] = {
+        k: sum(s["verdicts"][k] for s in per_scenario) for k in ("used", "unused", "unclear")
+    }
+    total["baseline"] = baseline
+    total["request_tokens"] = median([q["request_tokens"] for q in questions])
+    total["off_request_tokens"] = median([q["off_request_tokens"] for q in questions]) if baseline else None
+    return total
+
+
+def median(values: Sequence[int]) -> int | None:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2] if ordered else None
+
+
+def summary(out: dict[str, Any]) -> str:
+    t = out["totals"]
+    per = f"{t['tokens_per_answer']:,}" if t["tokens_per_answer"] is not None else "-"
+    off = f"; mnemo off {t['off_answered']}/{t['questions']}" if t["baseline"] else ""
+    return (
+        f"arena {out['host']} ({out['model']}): {t['answered']}/{t['questions']} answered by what was "
+        f"injected (recall level {t['recall_ok']}/{t['questions']}), {t['stale']} with a stale answer, "
+        f"{per} tokens injected per answered question, "
+        f"writer {t['model_s']:,.0f} s in {t['model_calls']} calls{off}"
+    )
+
+
+def print_tables(out: dict[str, Any]) -> None:
+    print(
+        f"\n{'scenario':<24}{'asked':>6}{'inj.':>6}{'recall':>7}{'stale':>6}{'off':>5}{'tok/ans':>8}"
+        f"{'model s':>9}{'calls':>6}  used/unused/unclear"
+    )
+    for s in out["scenarios"]:
+        per = str(s["tokens_per_answer"]) if s["tokens_per_answer"] is not None else "-"
+        v = s["verdicts"]
+        print(
+            f"{s['scenario'][:23]:<24}{s['questions']:>6}{s['answered']:>6}{s['recall_ok']:>7}{s['stale']:>6}"
+            f"{s['off_answered']:>5}{per:>8}{s['model_s']:>9.1f}{s['model_calls']:>6}  "
+            f"{v['used']}/{v['unused']}/{v['unclear']}"
+        )
+    differ = [q for q in out["questions"] if q["answered"] != q["recall_ok"]]
+    if differ:
+        print("\nwhere the levels differ:")
+        for q in differ:
+            print(
+                f"  {q['scenario']}: {q['question']!r}: injected {'yes' if q['answered'] else 'no'}, "
+                f"recall {'ok' if q['recall_ok'] else 'wrong'} (top: {q['recall_top'][:90]})"
+            )
