@@ -12,6 +12,7 @@ from mnemo.usage.budget import estimate_tokens
 from tests.host_servers import Block, Text
 
 BLOCK = re.compile(r'<mnemo-memory source="(\w+)">(.*?)</mnemo-memory>', re.DOTALL)
+FRAMING = re.compile(r"<([A-Za-z][\w-]*)\b[^>]*>.*?</\1\s*>", re.DOTALL)  # a host's tagged context
 LINE = re.compile(r"^- \[([^\]]+)\] (.*)$", re.MULTILINE)
 NOT_GIVEN = "Not in what I was given."
 WAIT_S = 1800
@@ -26,6 +27,17 @@ def holds(text: str, words: Sequence[str]) -> bool:
 def injected_blocks(body: dict[str, Any]) -> list[tuple[str, str]]:
     """The mnemo blocks a request carried, (source, text), each once, in order."""
     return list(dict.fromkeys((m.group(1), m.group(2)) for m in BLOCK.finditer(body_text(body))))
+
+
+def person_text(body: dict[str, Any]) -> str:
+    """What the person's messages of a request say, without the context a host (or mnemo) wraps
+    in tags there: Claude Code's <system-reminder>, Codex's <environment_context>, mnemo's blocks."""
+    said = [
+        m
+        for m in body.get("messages") or body.get("input") or []
+        if isinstance(m, dict) and m.get("role") == "user"
+    ]
+    return FRAMING.sub("", body_text({"messages": said}))
 
 
 def reader(answer: Sequence[str]) -> Any:
@@ -75,7 +87,7 @@ def score_question(
         ),
         "recall_ok": bool(text) and holds(text, answer) and status == check.get("status", "active"),
         "recall_top": f"{status} {text[:120]}".strip(),
-        "off_answered": off is not None and holds(off["conversation"], answer),
+        "off_answered": off is not None and holds(off["person"], answer),
         "request_tokens": estimate_tokens(on["text"]),
         "off_request_tokens": estimate_tokens(off["text"]) if off is not None else 0,
     }

@@ -57,7 +57,10 @@ from arena_hosts import (
 )
 from arena_score import (
     NOT_GIVEN,
+    holds,
     injected_blocks,
+    median,
+    person_text,
     print_tables,
     reader,
     scenario_row,
@@ -68,6 +71,7 @@ from arena_score import (
 from eval_scenarios import load_scenarios
 from mnemo.config import load_settings
 from mnemo.errors import ConfigError
+from mnemo.usage.budget import estimate_tokens
 from tests.host_servers import ScriptedServer, Text, running
 
 REPO = Path(__file__).resolve().parents[1]
@@ -161,8 +165,7 @@ def ask(
     first = next((b for b in server.requests if b.get("tools")), None)
     if first is None:
         raise RuntimeError(f"{host.name} sent no request with tools for {question!r}")
-    conversation = body_text({"messages": first.get("messages") or first.get("input") or []})
-    return {"blocks": injected_blocks(first), "text": body_text(first), "conversation": conversation}
+    return {"blocks": injected_blocks(first), "text": body_text(first), "person": person_text(first)}
 
 
 def run(args: argparse.Namespace, scenarios: Sequence[dict[str, Any]], root: Path) -> dict[str, Any]:
@@ -243,6 +246,41 @@ def run(args: argparse.Namespace, scenarios: Sequence[dict[str, Any]], root: Pat
     }
 
 
+def baseline(args: argparse.Namespace, scenarios: Sequence[dict[str, Any]], root: Path) -> dict[str, Any]:
+    """The mnemo-off row alone (``--baseline-only``): each question through the host without mnemo,
+    no writer; whether the answer's words reach the agent anyway (in the question itself)."""
+    server = ScriptedServer(reply=lambda body: Text("ok"))
+    env = {**base_env(BIN), "HOME": str(root / "home-off")}
+    questions = []
+    with running(server):
+        off = HOSTS[args.host](host_binary(args.host, args.hosts_dir), env, with_mnemo=False)
+        off.install(root, server.url)
+        for scenario in scenarios:
+            project = root / "projects" / _prefix(scenario["name"])
+            project.mkdir(parents=True)
+            for check in (c for c in scenario.get("checks", []) if "recall" in c):
+                asked = ask(off, server, check["recall"], check["top"], project)
+                questions.append(
+                    {
+                        "scenario": scenario["name"],
+                        "question": check["recall"],
+                        "off_answered": holds(asked["person"], check["top"]),
+                        "off_request_tokens": estimate_tokens(asked["text"]),
+                    }
+                )
+    return {"host": args.host, "baseline_only": True, "questions": questions}
+
+
+def baseline_summary(out: dict[str, Any]) -> str:
+    questions = out["questions"]
+    carried = sum(q["off_answered"] for q in questions)
+    tokens = median([q["off_request_tokens"] for q in questions])
+    return (
+        f"arena {out['host']}, mnemo off: {carried}/{len(questions)} questions carry their answer's words, "
+        f"median first request {tokens:,} tokens"
+    )
+
+
 def writer_config(args: argparse.Namespace) -> str:
     """The arena user's config.toml: the writer's model (an endpoint, or a host's CLI in front of
     one, as eval_writer's --backend), no caps, and no distillation but the one the arena asks for."""
@@ -286,6 +324,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--only", action="append", default=[], help="only the scenario of this name (repeatable)"
     )
     parser.add_argument("--no-baseline", action="store_true", help="skip the mnemo-off row")
+    parser.add_argument(
+        "--baseline-only", action="store_true", help="only the mnemo-off row: no writer, no sessions played"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the arena's directory (printed)")
     parser.add_argument(
         "--json", action="store_true", help="one JSON object on stdout, then the summary line"
@@ -304,18 +345,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     root = Path(tempfile.mkdtemp(prefix="arena-", dir="/tmp"))
     started = time.perf_counter()
     try:
-        out = run(args, scenarios, root)
+        out = baseline(args, scenarios, root) if args.baseline_only else run(args, scenarios, root)
     except ConfigError as exc:
         print(f"eval_arena: the writer's settings: {exc}", file=sys.stderr)
         return 2
     finally:
-        stop = subprocess.run(
+        subprocess.run(
             [str(BIN / "mnemo"), "daemon", "stop"],
             env={**base_env(BIN), "HOME": str(root / "home")},
             capture_output=True,
             check=False,
         )
-        del stop
         if not args.keep:
             subprocess.run(["rm", "-rf", str(root)], check=False)
         else:
@@ -323,9 +363,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     out["seconds"] = round(time.perf_counter() - started, 1)
     if args.json:
         print(json.dumps(out, ensure_ascii=False))
-    else:
+    elif not args.baseline_only:
         print_tables(out)
-    print(summary(out))
+    print(baseline_summary(out) if args.baseline_only else summary(out))
     return 0
 
 

@@ -104,6 +104,12 @@ def test_the_arena_plays_a_scenario_through_the_host_and_scores_what_was_injecte
         assert episodes[0]["text"] == DECISION and "marker-4b1d" in episodes[1]["text"]
         assert episodes[2]["text"] == "Understood, deploys go out on Tuesday."
         assert episodes[4]["text"] == "Noted."
+        # The mnemo-off row alone: the question carries none of its answer's words.
+        only = [c for c in command if c not in ("--json", "--keep")] + ["--baseline-only"]
+        done = subprocess.run(only, capture_output=True, text=True, timeout=300, check=False, env=env)
+        assert done.returncode == 0, done.stderr[-3000:]
+        last = done.stdout.strip().splitlines()[-1]
+        assert last.startswith(f"arena {host}, mnemo off: 0/1 questions carry their answer's words"), last
     finally:
         stop = [str(BIN / "mnemo"), "daemon", "stop"]
         subprocess.run(stop, env={**env, "HOME": str(kept / "home")}, check=False, capture_output=True)
