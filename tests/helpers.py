@@ -60,6 +60,20 @@ HAS_GEMMA = bool(MODELS_DIR) and (Path(MODELS_DIR) / GEMMA).is_dir()
 # -- an isolated mnemo installation ------------------------------------------------------------
 
 
+def copy_as_plugin(target: Path) -> Path:
+    """The repository as a user's clone has it (tracked and new unignored files) copied to
+    ``target``: what a host installs as mnemo's plugin."""
+    files = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=REPO, capture_output=True, check=True,
+    ).stdout.decode().split("\0")  # fmt: skip
+    for name in filter(None, files):
+        if (REPO / name).is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, target / name)
+    return target
+
+
 @dataclass(frozen=True)
 class Home:
     """One isolated mnemo installation: its directory, environment and settings."""

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -110,19 +109,6 @@ class SessionScript:
         steps = self.played[self.at].steps
         done = len(tool_results(body)) - self._before[self.at]
         return steps[max(0, min(done, len(steps) - 1))]
-
-
-def plugin_copy(repo: Path, target: Path) -> Path:
-    """The repository as a user's clone has it (tracked and new unignored files), as the plugin."""
-    files = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        cwd=repo, capture_output=True, check=True,
-    ).stdout.decode().split("\0")  # fmt: skip
-    for name in filter(None, files):
-        if (repo / name).is_file():
-            (target / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(repo / name, target / name)
-    return target
 
 
 def _run(command: list[str], env: dict[str, str], cwd: Path, stdin: str | None = None) -> str:

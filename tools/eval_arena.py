@@ -9,7 +9,9 @@ Input: the scenario format ``tools/eval_writer.py --scenarios`` reads (docs/mode
 so a set runs through both and the two levels can be compared. Each scenario gets a project
 directory of its own (its workspace); its ``namespace`` is not used. Sessions are played minutes
 apart, not ``day`` days (how they are played: tools/arena_hosts.py). After each session the arena
-asks the daemon to distil it (``mnemo distill``) and waits; the writer's model is the one given.
+asks the daemon to distil it (``mnemo distill``) and waits; the writer's model is the one given
+(``--backend claude-code|codex --host-command CLI``: through that host's CLI, as eval_writer).
+Everything runs as a throwaway user (HOME) in a temporary directory; ``--keep`` keeps it.
 
 Each ``recall`` check is a question, asked as the first prompt of a new session in the scenario's
 project. The scripted agent is an oracle reader: it answers citing the injected memory whose line
@@ -23,12 +25,14 @@ request the agent's model received, and scores:
 - **tokens injected** (mnemo's estimate, UTF-8 bytes / 3, the one its budgets use);
 - **recall level**: whether ``mnemo recall`` (the question, from the project) puts first a memory
   holding the answer words with the check's status — what eval_writer scores;
-- **mnemo off**: the same question through the host without mnemo's plugin (the baseline).
+- **mnemo off**: the same question through the host without mnemo's plugin (the baseline): whether
+  the answer words reach the agent anyway, in what the person's messages say (the host's own tagged
+  context cut out); ``--baseline-only`` measures this row alone, without a writer.
 
 Per scenario: tokens injected per answered question, the writer's model time, calls and tokens
-while distilling its sessions, and the usage audit's verdicts on what its questions were given
-(``mnemo stats``). ``--json`` prints one JSON object; otherwise tables. The last line is always a
-one-line summary.
+from each session's start until its distillation ended (the usage audit included), and the usage
+audit's verdicts on what the scenario's sessions were given (``mnemo stats``). ``--json`` prints
+one JSON object; otherwise tables. The last line is always a one-line summary.
 """
 
 from __future__ import annotations
@@ -53,7 +57,6 @@ from arena_hosts import (
     body_text,
     exchanges,
     host_binary,
-    plugin_copy,
 )
 from arena_score import (
     NOT_GIVEN,
@@ -72,6 +75,7 @@ from eval_scenarios import load_scenarios
 from mnemo.config import load_settings
 from mnemo.errors import ConfigError
 from mnemo.usage.budget import estimate_tokens
+from tests.helpers import copy_as_plugin
 from tests.host_servers import ScriptedServer, Text, running
 
 REPO = Path(__file__).resolve().parents[1]
@@ -177,7 +181,7 @@ def run(args: argparse.Namespace, scenarios: Sequence[dict[str, Any]], root: Pat
     load_settings({**env, "HOME": str(user)})  # a clear error now rather than a daemon that will not start
     mnemo = Mnemo({**env, "HOME": str(user)})
     binary = host_binary(args.host, args.hosts_dir)
-    plugin = plugin_copy(REPO, root / "plugin")
+    plugin = copy_as_plugin(root / "plugin")
     server = ScriptedServer(reply=lambda body: Text("ok"))
     sessions: list[dict[str, Any]] = []
     questions: list[dict[str, Any]] = []

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,22 +10,13 @@ from pathlib import Path
 import pytest
 
 from mnemo.client.launcher import stop_daemon
-from tests.helpers import REPO, Home
+from tests.helpers import Home, copy_as_plugin
 
 
 @pytest.fixture
 def plugin_dir() -> Iterator[Path]:
     """The repository as a user's clone has it: tracked (and new, unignored) files only."""
-    files = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        cwd=REPO, capture_output=True, check=True,
-    ).stdout.decode().split("\0")  # fmt: skip
-    target = Path(tempfile.mkdtemp(prefix="mnemo-plugin-"))
-    for name in filter(None, files):
-        source = REPO / name
-        if source.is_file():
-            (target / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target / name)
+    target = copy_as_plugin(Path(tempfile.mkdtemp(prefix="mnemo-plugin-")))
     try:
         yield target
     finally:
