@@ -126,6 +126,9 @@ async def _distilling(configured: Home, llm_server: LLMServer) -> int:
     with anyio.fail_after(60):  # the daemon calls the model
         while not llm_server.requests:
             await anyio.sleep(0.05)
+    async with DaemonClient(configured.settings) as client:  # asked for, not done: status counts it
+        work = (await client.status()).distillation
+        assert (work.running, work.asked) == ("s2", 1), work
     pid = daemon_pid(configured.settings)
     assert pid is not None
     return pid
