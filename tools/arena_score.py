@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from arena_hosts import body_text
+from eval_scenarios import holds
 from mnemo.usage.budget import estimate_tokens
 from tests.host_servers import Block, Text
 
@@ -15,13 +16,6 @@ BLOCK = re.compile(r'<mnemo-memory source="(\w+)">(.*?)</mnemo-memory>', re.DOTA
 FRAMING = re.compile(r"<([A-Za-z][\w-]*)\b[^>]*>.*?</\1\s*>", re.DOTALL)  # a host's tagged context
 LINE = re.compile(r"^- \[([^\]]+)\] (.*)$", re.MULTILINE)
 NOT_GIVEN = "Not in what I was given."
-WAIT_S = 1800
-
-
-def holds(text: str, words: Sequence[str]) -> bool:
-    """Every word (``a|b`` meaning either) in ``text``, case aside (eval_scenarios' rule)."""
-    text = text.lower()
-    return all(any(w.lower() in text for w in word.split("|")) for word in words)
 
 
 def injected_blocks(body: dict[str, Any]) -> list[tuple[str, str]]:

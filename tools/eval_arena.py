@@ -38,8 +38,8 @@ one JSON object; otherwise tables. The last line is always a one-line summary.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
-import re
 import subprocess
 import sys
 import tempfile
@@ -60,7 +60,6 @@ from arena_hosts import (
 )
 from arena_score import (
     NOT_GIVEN,
-    holds,
     injected_blocks,
     median,
     person_text,
@@ -71,7 +70,7 @@ from arena_score import (
     summary,
     totals,
 )
-from eval_scenarios import load_scenarios
+from eval_scenarios import holds, load_scenarios, safe_name
 from mnemo.config import load_settings
 from mnemo.errors import ConfigError
 from mnemo.usage.budget import estimate_tokens
@@ -150,13 +149,9 @@ class Mnemo:
         text = " ".join(str(mine[0].get(k) or "") for k in ("what", "why", "how", "where"))
         return mine[0]["status"], text
 
-    @property
+    @functools.cached_property
     def person(self) -> str:
         return f"person:{self.json('status')['person']}"
-
-
-def _prefix(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "-", name)
 
 
 def ask(
@@ -194,12 +189,12 @@ def run(args: argparse.Namespace, scenarios: Sequence[dict[str, Any]], root: Pat
             off = HOSTS[args.host](binary, {**env, "HOME": str(root / "home-off")}, with_mnemo=False)
             off.install(plugin, server.url)
         for scenario in scenarios:
-            project = root / "projects" / _prefix(scenario["name"])
+            project = root / "projects" / safe_name(scenario["name"])
             (project / ".arena").mkdir(parents=True)
             verdicts = mnemo.audited() if per_scenario else {"used": 0, "unused": 0, "unclear": 0}
             rows = []
             for session in scenario["sessions"]:
-                name = _prefix(session["name"])
+                name = safe_name(session["name"])
                 played = exchanges(session["turns"], name, host.shell)
                 for exchange in played:
                     for path, text in exchange.files:
@@ -260,7 +255,7 @@ def baseline(args: argparse.Namespace, scenarios: Sequence[dict[str, Any]], root
         off = HOSTS[args.host](host_binary(args.host, args.hosts_dir), env, with_mnemo=False)
         off.install(root, server.url)
         for scenario in scenarios:
-            project = root / "projects" / _prefix(scenario["name"])
+            project = root / "projects" / safe_name(scenario["name"])
             project.mkdir(parents=True)
             for check in (c for c in scenario.get("checks", []) if "recall" in c):
                 asked = ask(off, server, check["recall"], check["top"], project)

@@ -77,15 +77,25 @@ def load_scenarios(path: Path) -> list[dict[str, Any]]:
     return scenarios
 
 
+def safe_name(name: str) -> str:
+    """A scenario's or session's name as ids and directories may hold it."""
+    return re.sub(r"[^A-Za-z0-9._-]", "-", name)
+
+
 def _prefix(scenario: dict[str, Any]) -> str:
     """The scenario's name as its episode ids start with it."""
-    return re.sub(r"[^A-Za-z0-9._-]", "-", scenario["name"])
+    return safe_name(scenario["name"])
+
+
+def holds(text: str, words: Sequence[str]) -> bool:
+    """Every word (``a|b`` meaning either) appears in ``text``, case aside: a check's rule."""
+    text = text.lower()
+    return all(any(w.lower() in text for w in word.split("|")) for word in words)
 
 
 def _matches(memory: Memory, words: Sequence[str]) -> bool:
     """Every word (``a|b`` meaning either) appears in the memory's what, why, how or where."""
-    text = " ".join((memory.what, memory.why, memory.how, memory.where)).lower()
-    return all(any(w.lower() in text for w in word.split("|")) for word in words)
+    return holds(" ".join((memory.what, memory.why, memory.how, memory.where)), words)
 
 
 class ScenarioRun:
