@@ -12,7 +12,9 @@ asked all of them in one call, with a schema (:mod:`mnemo.distill.at_once`). The
    memory's episodes are added to that one (the most probable, if several);
 3. candidates judged *updates* or *contradicts*, with P(updates) + P(contradicts) ≥ 0.6 (either
    way the old one stops being current) → **close**: the new memory is stored
-   and each of them is closed (``closed_by`` the new one, ``valid_to`` its start); the guard
+   and each of them is closed (``closed_by`` the new one, ``valid_to`` its start) — unless the
+   new one waits for a person: then it names the likeliest (``replaces``), which its approval
+   closes (:mod:`mnemo.distill.writer`); the guard
    does not stop this — a changed number is exactly what an update looks like. A candidate
    **too far apart** from the new memory is never closed by it (:func:`far_apart`: their
    embeddings' cosine under the embedder's floor, no value in common, few words of their *what*

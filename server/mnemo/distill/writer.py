@@ -232,8 +232,14 @@ class Distiller:
                 assert verdict.merge_into is not None
                 target = latest(verdict.merge_into)
                 if target is not None:
-                    pending[target.id] = self._merged(target, memory, now)
+                    merged = pending[target.id] = self._merged(target, memory, now)
                     result.merged.append(target.id)
+                    approved = target.status is MemoryStatus.CANDIDATE and _is_current(merged)
+                    replaced = latest(merged.replaces) if approved and merged.replaces else None
+                    if replaced is not None and _is_current(replaced):  # closed at its approval
+                        reason = f"replaced by {merged.id}, {merged.status_reason}"
+                        pending[replaced.id] = _closed(replaced, merged, now, reason)
+                        result.closed.append(replaced.id)
                 continue
             memory = memory.model_copy(update={"why": verdict.memory.why, "confidence": _confidence(verdict)})
             status, why = self._approval.status(
@@ -241,26 +247,22 @@ class Distiller:
                 tool_only=is_tool_only(by_id[s].role for s in memory.sources),
                 refused=draft.refused,
             )
+            closes = [old for old in map(latest, verdict.closes) if old is not None and _is_current(old)]
+            if status is MemoryStatus.CANDIDATE and closes:
+                # While it waits for a person the current memory stays current: approving it
+                # closes the one it replaces (review's ``replaces``, auto-approval included; the
+                # review queue shows it).
+                closing = {c.existing: c.closing for c in verdict.comparisons}
+                replaced = max(closes, key=lambda m: closing.get(m.id, 0.0))  # the likeliest
+                memory, closes = memory.model_copy(update={"replaces": replaced.id}), []
             memory = memory.model_copy(update={"status": status, "status_reason": why})
             pending[memory.id] = memory
             result.added.append(memory.id)
             if vector is not None:
                 vectors[memory.id] = vector
-            for old_id in verdict.closes:
-                old = latest(old_id)
-                if old is None or not _is_current(old):
-                    continue
-                pending[old_id] = old.model_copy(
-                    update={
-                        "version": old.version + 1,
-                        "status": MemoryStatus.CLOSED,
-                        "closed_by": memory.id,
-                        "valid_to": max(memory.valid_from, old.valid_from),
-                        "updated_at": now,
-                        "status_reason": verdict.reason,
-                    }
-                )
-                result.closed.append(old_id)
+            for old in closes:
+                pending[old.id] = _closed(old, memory, now, verdict.reason)
+                result.closed.append(old.id)
         if self._lease is not None:
             self._lease.check()  # a writer that lost the lease stops before it writes
         with self._store.versions_lock:  # no review step or forget between the check and the commit
@@ -360,6 +362,13 @@ class Distiller:
             valid_from=max(e.time for e in found),
             code=anchor_distilled([extracted.what, extracted.where, extracted.how], found),
         )
+
+
+def _closed(old: Memory, by: Memory, now: datetime, reason: str) -> Memory:
+    """The next version of ``old``, closed by ``by`` from the time ``by`` holds."""
+    update = {"version": old.version + 1, "status": MemoryStatus.CLOSED, "closed_by": by.id}
+    update |= {"valid_to": max(by.valid_from, old.valid_from), "updated_at": now, "status_reason": reason}
+    return old.model_copy(update=update)
 
 
 def _is_current(memory: Memory | None) -> bool:
