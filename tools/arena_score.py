@@ -81,8 +81,21 @@ def score_question(
         ),
         "recall_ok": bool(text) and holds(text, answer) and status == check.get("status", "active"),
         "recall_top": f"{status} {text[:120]}".strip(),
-        "off_answered": off is not None and holds(off["person"], answer),
         "request_tokens": estimate_tokens(on["text"]),
+        **off_scores(off, answer),
+    }
+
+
+def questions_of(scenario: dict[str, Any]) -> list[dict[str, Any]]:
+    """A scenario's questions: its ``recall`` checks."""
+    return [c for c in scenario.get("checks", []) if "recall" in c]
+
+
+def off_scores(off: dict[str, Any] | None, answer: Sequence[str]) -> dict[str, Any]:
+    """A question's mnemo-off row: its answer's words in what the person's messages said, and
+    the first request's tokens (False and 0 without the row)."""
+    return {
+        "off_answered": off is not None and holds(off["person"], answer),
         "off_request_tokens": estimate_tokens(off["text"]) if off is not None else 0,
     }
 

@@ -62,18 +62,19 @@ from arena_score import (
     NOT_GIVEN,
     injected_blocks,
     median,
+    off_scores,
     person_text,
     print_tables,
+    questions_of,
     reader,
     scenario_row,
     score_question,
     summary,
     totals,
 )
-from eval_scenarios import holds, load_scenarios, safe_name
+from eval_scenarios import load_scenarios, safe_name
 from mnemo.config import load_settings
 from mnemo.errors import ConfigError
-from mnemo.usage.budget import estimate_tokens
 from tests.helpers import copy_as_plugin
 from tests.host_servers import ScriptedServer, Text, running
 
@@ -219,7 +220,7 @@ def run(args: argparse.Namespace, scenarios: Sequence[dict[str, Any]], root: Pat
                     f"distilled in {row['seconds']:.0f} s ({row['calls']} calls, {row['added']} added)",
                 )
             asked = []
-            for check in (c for c in scenario.get("checks", []) if "recall" in c):
+            for check in questions_of(scenario):
                 on = ask(host, server, check["recall"], check["top"], project)
                 base = ask(off, server, check["recall"], check["top"], project) if off is not None else None
                 recall = mnemo.recall_top(check["recall"], project)
@@ -257,16 +258,10 @@ def baseline(args: argparse.Namespace, scenarios: Sequence[dict[str, Any]], root
         for scenario in scenarios:
             project = root / "projects" / safe_name(scenario["name"])
             project.mkdir(parents=True)
-            for check in (c for c in scenario.get("checks", []) if "recall" in c):
+            for check in questions_of(scenario):
                 asked = ask(off, server, check["recall"], check["top"], project)
-                questions.append(
-                    {
-                        "scenario": scenario["name"],
-                        "question": check["recall"],
-                        "off_answered": holds(asked["person"], check["top"]),
-                        "off_request_tokens": estimate_tokens(asked["text"]),
-                    }
-                )
+                row = {"scenario": scenario["name"], "question": check["recall"]}
+                questions.append(row | off_scores(asked, check["top"]))
     return {"host": args.host, "baseline_only": True, "questions": questions}
 
 

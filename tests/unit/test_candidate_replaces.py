@@ -132,8 +132,9 @@ def test_auto_approval_closes_what_the_candidate_replaces(settings: Settings, ll
         record_turns(store, "c", [(Role.USER, said)], START)
         [first] = distiller.distil_session("c")
         assert first.closed == []
-        assert _by_what(store)[TUESDAY] == (MemoryStatus.ACTIVE, "", "")
-        assert _by_what(store)[THURSDAY] == (MemoryStatus.CANDIDATE, "", "mem_tuesday0000001")
+        memories = _by_what(store)
+        assert memories[TUESDAY] == (MemoryStatus.ACTIVE, "", "")
+        assert memories[THURSDAY] == (MemoryStatus.CANDIDATE, "", "mem_tuesday0000001")
 
         record_turns(store, "d", [(Role.USER, said)], START + timedelta(days=1))
         [second] = distiller.distil_session("d")  # seen twice, confident: auto-approved
