@@ -1,5 +1,6 @@
 """How tools/eval_arena.py scores a question and sums a scenario: what the hooks injected against
-the answer words, the stale words and recall; its tables and summary line."""
+the answer words and recall, and a scenario's closed values against what all its questions were
+given; its tables and summary line."""
 
 from __future__ import annotations
 
@@ -59,15 +60,6 @@ def score_question(
     answer = check["top"]
     where = [source for source, text in on["blocks"] if holds(text, answer)]
     joined = "\n".join(text for _, text in on["blocks"])
-    stale_words = [c["closed"] for c in scenario.get("checks", []) if "closed" in c]
-    stale = []
-    if check.get("status", "active") == "active":
-        stale = [
-            line
-            for _, text in on["blocks"]
-            for _, line in LINE.findall(text)
-            if any(holds(line, words) for words in stale_words) and not holds(line, answer)
-        ]
     status, text = recall
     return {
         "scenario": scenario["name"],
@@ -75,7 +67,6 @@ def score_question(
         "label": check.get("label", ""),
         "answered": holds(joined, answer) if on["blocks"] else False,
         "blocks": where,
-        "stale": stale[:3],
         "tokens": sum(
             estimate_tokens(f'<mnemo-memory source="{s}">{t}</mnemo-memory>') for s, t in on["blocks"]
         ),
@@ -84,6 +75,27 @@ def score_question(
         "request_tokens": estimate_tokens(on["text"]),
         **off_scores(off, answer),
     }
+
+
+def stale_checks(
+    scenario: dict[str, Any], injected: Sequence[Sequence[tuple[str, str]]]
+) -> list[dict[str, Any]]:
+    """Each ``closed`` check of a scenario, scored on what its questions' sessions were given: the
+    memory lines injected (every injected memory is current) that hold the check's words and no
+    current question's answer (a line naming the old value beside the new one tells history).
+    A check is not tied to a question, so it is scored on all of the scenario's."""
+    current = [c["top"] for c in questions_of(scenario) if c.get("status", "active") == "active"]
+    lines = dict.fromkeys(line for blocks in injected for _, text in blocks for _, line in LINE.findall(text))
+    scored = []
+    for check in scenario.get("checks", []):
+        if "closed" in check:
+            found = [
+                line
+                for line in lines
+                if holds(line, check["closed"]) and not any(holds(line, answer) for answer in current)
+            ]
+            scored.append({"scenario": scenario["name"], "closed": check["closed"], "lines": found[:3]})
+    return scored
 
 
 def questions_of(scenario: dict[str, Any]) -> list[dict[str, Any]]:
@@ -104,6 +116,7 @@ def scenario_row(
     name: str,
     rows: Sequence[dict[str, Any]],
     asked: Sequence[dict[str, Any]],
+    stale: Sequence[dict[str, Any]],
     before: dict[str, int],
     after: dict[str, int],
 ) -> dict[str, Any]:
@@ -114,7 +127,8 @@ def scenario_row(
         "questions": len(asked),
         "answered": answered,
         "recall_ok": sum(q["recall_ok"] for q in asked),
-        "stale": sum(bool(q["stale"]) for q in asked),
+        "closed_checks": len(stale),
+        "stale": sum(bool(c["lines"]) for c in stale),
         "off_answered": sum(q["off_answered"] for q in asked),
         "tokens": tokens,
         "tokens_per_answer": round(tokens / answered) if answered else None,
@@ -134,6 +148,7 @@ def totals(
             "questions",
             "answered",
             "recall_ok",
+            "closed_checks",
             "stale",
             "off_answered",
             "tokens",
@@ -162,7 +177,8 @@ def summary(out: dict[str, Any]) -> str:
     off = f"; mnemo off {t['off_answered']}/{t['questions']}" if t["baseline"] else ""
     return (
         f"arena {out['host']} ({out['model']}): {t['answered']}/{t['questions']} answered by what was "
-        f"injected (recall level {t['recall_ok']}/{t['questions']}), {t['stale']} with a stale answer, "
+        f"injected (recall level {t['recall_ok']}/{t['questions']}), "
+        f"{t['stale']}/{t['closed_checks']} closed values injected as current, "
         f"{per} tokens injected per answered question, "
         f"writer {t['model_s']:,.0f} s in {t['model_calls']} calls{off}"
     )
@@ -170,17 +186,22 @@ def summary(out: dict[str, Any]) -> str:
 
 def print_tables(out: dict[str, Any]) -> None:
     print(
-        f"\n{'scenario':<24}{'asked':>6}{'inj.':>6}{'recall':>7}{'stale':>6}{'off':>5}{'tok/ans':>8}"
+        f"\n{'scenario':<24}{'asked':>6}{'inj.':>6}{'recall':>7}{'stale':>7}{'off':>5}{'tok/ans':>8}"
         f"{'model s':>9}{'calls':>6}  used/unused/unclear"
     )
     for s in out["scenarios"]:
         per = str(s["tokens_per_answer"]) if s["tokens_per_answer"] is not None else "-"
-        v = s["verdicts"]
+        v, stale = s["verdicts"], f"{s['stale']}/{s['closed_checks']}"
         print(
-            f"{s['scenario'][:23]:<24}{s['questions']:>6}{s['answered']:>6}{s['recall_ok']:>7}{s['stale']:>6}"
+            f"{s['scenario'][:23]:<24}{s['questions']:>6}{s['answered']:>6}{s['recall_ok']:>7}{stale:>7}"
             f"{s['off_answered']:>5}{per:>8}{s['model_s']:>9.1f}{s['model_calls']:>6}  "
             f"{v['used']}/{v['unused']}/{v['unclear']}"
         )
+    stale = [c for c in out["stale"] if c["lines"]]
+    if stale:
+        print("\nclosed values injected as current:")
+        for c in stale:
+            print(f"  {c['scenario']}: {'|'.join(c['closed'])}: {c['lines'][0][:110]}")
     differ = [q for q in out["questions"] if q["answered"] != q["recall_ok"]]
     if differ:
         print("\nwhere the levels differ:")

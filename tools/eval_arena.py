@@ -20,8 +20,9 @@ blocks mnemo injected (SessionStart and UserPromptSubmit ``<mnemo-memory>`` bloc
 request the agent's model received, and scores:
 
 - **answered**: every answer word (``a|b``: either) is in what was injected, and in which block;
-- **stale**: for a question about the current state, a memory line injected as current that holds a
-  ``closed`` check's words of the scenario and not the answer;
+- **stale**, per ``closed`` check (a value that stopped being true): whether a memory line injected
+  in any of the scenario's question sessions (every injected memory is current) holds the check's
+  words and no current question's answer (a line with both tells history);
 - **tokens injected** (mnemo's estimate, UTF-8 bytes / 3, the one its budgets use);
 - **recall level**: whether ``mnemo recall`` (the question, from the project) puts first a memory
   holding the answer words with the check's status — what eval_writer scores;
@@ -69,6 +70,7 @@ from arena_score import (
     reader,
     scenario_row,
     score_question,
+    stale_checks,
     summary,
     totals,
 )
@@ -181,6 +183,7 @@ def run(args: argparse.Namespace, scenarios: Sequence[dict[str, Any]], root: Pat
     server = ScriptedServer(reply=lambda body: Text("ok"))
     sessions: list[dict[str, Any]] = []
     questions: list[dict[str, Any]] = []
+    stale: list[dict[str, Any]] = []
     per_scenario: list[dict[str, Any]] = []
     with running(server):
         host = HOSTS[args.host](binary, {**env, "HOME": str(user)}, with_mnemo=True)
@@ -219,9 +222,10 @@ def run(args: argparse.Namespace, scenarios: Sequence[dict[str, Any]], root: Pat
                     f"  {scenario['name']}/{session['name']}: played in {played_s:.0f} s, "
                     f"distilled in {row['seconds']:.0f} s ({row['calls']} calls, {row['added']} added)",
                 )
-            asked = []
+            asked, injected = [], []
             for check in questions_of(scenario):
                 on = ask(host, server, check["recall"], check["top"], project)
+                injected.append(on["blocks"])
                 base = ask(off, server, check["recall"], check["top"], project) if off is not None else None
                 recall = mnemo.recall_top(check["recall"], project)
                 asked.append(score_question(scenario, check, on, base, recall))
@@ -230,17 +234,26 @@ def run(args: argparse.Namespace, scenarios: Sequence[dict[str, Any]], root: Pat
                     args,
                     f"  ? {q['question']}: {'answered' if q['answered'] else 'not answered'}"
                     f" ({', '.join(q['blocks']) or '-'}), {q['tokens']} tokens, recall "
-                    f"{'ok' if q['recall_ok'] else 'wrong'}{', STALE' if q['stale'] else ''}",
+                    f"{'ok' if q['recall_ok'] else 'wrong'}",
                 )
+            found = stale_checks(scenario, injected)
+            for c in found:
+                if c["lines"]:
+                    progress(
+                        args,
+                        f"  ! closed {'|'.join(c['closed'])}, injected as current: {c['lines'][0][:100]}",
+                    )
             after = mnemo.audited()
             sessions += rows
             questions += asked
-            per_scenario.append(scenario_row(scenario["name"], rows, asked, verdicts, after))
+            stale += found
+            per_scenario.append(scenario_row(scenario["name"], rows, asked, found, verdicts, after))
     return {
         "host": args.host,
         "model": args.model,
         "sessions": sessions,
         "questions": questions,
+        "stale": stale,
         "scenarios": per_scenario,
         "totals": totals(per_scenario, questions, off is not None),
     }

@@ -2,7 +2,8 @@
 a scenario session with two prompts and a tool turn is played through Claude Code or Codex with
 mnemo's plugin; the hooks record it as the exchanges say; the daemon distils it; the question,
 asked in a new session, finds the memory in what the hooks injected, recall agrees, mnemo off
-does not have it, and the usage audit has the oracle reader's citation. What the figures are with
+does not have it, the usage audit has the oracle reader's citation, and the memory the scenario
+says is closed (the writer leaves it current) counts as a stale value injected. What the figures are with
 a real model is in docs/benchmarks.md; this shows the arena plays and counts right.
 
 The hosts come from ``MNEMO_TEST_HOSTS_DIR`` as in tests/e2e/test_hosts.py."""
@@ -42,7 +43,11 @@ SCENARIO = {
                     ],
                 }
             ],
-            "checks": [{"recall": "what day do we deploy?", "top": ["tuesday"], "status": "active"}],
+            "checks": [
+                {"recall": "what day do we deploy?", "top": ["tuesday"], "status": "active"},
+                {"closed": ["fridays", "frozen"]},  # the writer below leaves it current: stale
+                {"closed": ["mondays"]},  # in no memory
+            ],
         }
     ]
 }
@@ -54,8 +59,12 @@ def _extraction(prompt: str) -> str:
     found = re.search(r"\[([^\]]+)\][^\n]*" + re.escape(DECISION), prompt)
     if found is None:
         return json.dumps({"memories": []})
-    memory = {"type": "decision", "what": "The shop is deployed on Tuesdays", "sources": [found.group(1)]}
-    return json.dumps({"memories": [memory]})
+    source = [found.group(1)]
+    memories = [
+        {"type": "decision", "what": "The shop is deployed on Tuesdays", "sources": source},
+        {"type": "decision", "what": "Releases are frozen on Fridays", "sources": source},
+    ]
+    return json.dumps({"memories": memories})
 
 
 @pytest.mark.parametrize("host", ["claude-code", "codex"])
@@ -82,16 +91,22 @@ def test_the_arena_plays_a_scenario_through_the_host_and_scores_what_was_injecte
     try:
         out = json.loads(line)
         [session] = out["sessions"]
-        assert session["added"] == 1 and session["calls"] >= 1, session
+        assert session["added"] == 2 and session["calls"] >= 1, session
         [question] = out["questions"]
         assert question["answered"] and question["recall_ok"], question
         assert question["blocks"] and set(question["blocks"]) <= {"SessionStart", "UserPromptSubmit"}
-        assert question["tokens"] > 0 and not question["stale"]
+        assert question["tokens"] > 0
+        # Stale is scored per closed check, on what the scenario's questions were given.
+        frozen, monday = out["stale"]
+        assert [line.split(": ", 1)[1] for line in frozen["lines"]] == ["Releases are frozen on Fridays"]
+        assert monday["lines"] == [], monday
         assert not question["off_answered"] and question["off_request_tokens"] > 0
         [scenario] = out["scenarios"]
         assert scenario["verdicts"]["used"] == 1, scenario  # the reader cited the memory
         assert scenario["tokens_per_answer"] == question["tokens"]
+        assert (scenario["stale"], scenario["closed_checks"]) == (1, 2), scenario
         assert summary.startswith(f"arena {host} (scripted-1): 1/1 answered by what was injected"), summary
+        assert "1/2 closed values injected as current" in summary, summary
         # The hooks recorded the session as played: two prompts, the real shell's output, the answers.
         user_env = {**env, "HOME": str(kept / "home")}
         shown = subprocess.run(
