@@ -248,6 +248,7 @@ def run(args: argparse.Namespace, scenarios: Sequence[dict[str, Any]], root: Pat
             questions += asked
             stale += found
             per_scenario.append(scenario_row(scenario["name"], rows, asked, found, verdicts, after))
+            progress(args, f"  = {json.dumps(per_scenario[-1], ensure_ascii=False)}")  # read if a run is cut
     return {
         "host": args.host,
         "model": args.model,
@@ -342,9 +343,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         scenarios = [s for path in args.scenarios for s in load_scenarios(path)]
         if args.only:
+            unknown = set(args.only) - {s["name"] for s in scenarios}
+            if unknown:
+                raise ValueError(f"no scenario named {', '.join(sorted(unknown))}")
             scenarios = [s for s in scenarios if s["name"] in args.only]
-            if not scenarios:
-                raise ValueError(f"no scenario named {', '.join(args.only)}")
         host_binary(args.host, args.hosts_dir)
     except (ValueError, FileNotFoundError) as exc:
         print(f"eval_arena: {exc}", file=sys.stderr)
