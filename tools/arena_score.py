@@ -98,6 +98,11 @@ def stale_checks(
     return scored
 
 
+def stale_line(check: dict[str, Any]) -> str:
+    """A scored ``closed`` check that was injected as current, as the progress and tables say it."""
+    return f"{check['scenario']}: {'|'.join(check['closed'])}: {check['lines'][0][:110]}"
+
+
 def questions_of(scenario: dict[str, Any]) -> list[dict[str, Any]]:
     """A scenario's questions: its ``recall`` checks."""
     return [c for c in scenario.get("checks", []) if "recall" in c]
@@ -201,7 +206,7 @@ def print_tables(out: dict[str, Any]) -> None:
     if stale:
         print("\nclosed values injected as current:")
         for c in stale:
-            print(f"  {c['scenario']}: {'|'.join(c['closed'])}: {c['lines'][0][:110]}")
+            print(f"  {stale_line(c)}")
     differ = [q for q in out["questions"] if q["answered"] != q["recall_ok"]]
     if differ:
         print("\nwhere the levels differ:")

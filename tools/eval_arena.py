@@ -71,6 +71,7 @@ from arena_score import (
     scenario_row,
     score_question,
     stale_checks,
+    stale_line,
     summary,
     totals,
 )
@@ -239,10 +240,7 @@ def run(args: argparse.Namespace, scenarios: Sequence[dict[str, Any]], root: Pat
             found = stale_checks(scenario, injected)
             for c in found:
                 if c["lines"]:
-                    progress(
-                        args,
-                        f"  ! closed {'|'.join(c['closed'])}, injected as current: {c['lines'][0][:100]}",
-                    )
+                    progress(args, f"  ! closed value injected as current: {stale_line(c)}")
             after = mnemo.audited()
             sessions += rows
             questions += asked

@@ -3,8 +3,8 @@ a scenario session with two prompts and a tool turn is played through Claude Cod
 mnemo's plugin; the hooks record it as the exchanges say; the daemon distils it; the question,
 asked in a new session, finds the memory in what the hooks injected, recall agrees, mnemo off
 does not have it, the usage audit has the oracle reader's citation, and the memory the scenario
-says is closed (the writer leaves it current) counts as a stale value injected. What the figures are with
-a real model is in docs/benchmarks.md; this shows the arena plays and counts right.
+says is closed (the writer leaves it current) counts as a stale value injected. What the figures
+are with a real model is in docs/benchmarks.md; this shows the arena plays and counts right.
 
 The hosts come from ``MNEMO_TEST_HOSTS_DIR`` as in tests/e2e/test_hosts.py."""
 
