@@ -26,13 +26,19 @@ def injected_blocks(body: dict[str, Any]) -> list[tuple[str, str]]:
 
 def person_text(body: dict[str, Any]) -> str:
     """What the person's messages of a request say, without the context a host (or mnemo) wraps
-    in tags there: Claude Code's <system-reminder>, Codex's <environment_context>, mnemo's blocks."""
-    said = [
-        m
-        for m in body.get("messages") or body.get("input") or []
-        if isinstance(m, dict) and m.get("role") == "user"
-    ]
-    return FRAMING.sub("", body_text({"messages": said}))
+    in tags there: Claude Code's <system-reminder>, Codex's <environment_context>, mnemo's blocks.
+    Only the messages' text: a Responses API item's id (``msg_01a24897…``) holds digits an answer
+    may be made of."""
+    said = []
+    for message in body.get("messages") or body.get("input") or []:
+        if not isinstance(message, dict) or message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            said.append(content)
+        elif isinstance(content, list):
+            said += [b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)]
+    return FRAMING.sub("", "\n".join(said))
 
 
 def reader(answer: Sequence[str]) -> Any:
