@@ -71,14 +71,21 @@ def test_ctrl_c_stops_calibration_with_nothing_stored(home: Home, llm_server: LL
             started[0].send_signal(signal.SIGINT)
 
     llm_server.on_request = interrupt_midway
-    process = subprocess.Popen(
-        [str(BIN / "mnemo"), "writer", "calibrate", "--limit", "40", "--yes"],
-        env=configured.env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    # Ctrl-C as at a terminal: a shell that runs this suite in the background hands it SIGINT
+    # ignored, which its children inherit, and Python then never raises KeyboardInterrupt. A
+    # handler of ours is reset to the default in the child.
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        process = subprocess.Popen(
+            [str(BIN / "mnemo"), "writer", "calibrate", "--limit", "40", "--yes"],
+            env=configured.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    finally:
+        signal.signal(signal.SIGINT, before)
     started.append(process)
     out, err = process.communicate(timeout=300)
     assert process.returncode == 130, err
