@@ -12,6 +12,13 @@ A test scripts it with rules, first match wins::
 
 A request no rule matches gets a 400 naming the request, so a missing rule fails loudly. Every
 request body is kept in ``server.requests``.
+
+It stands in for the servers that do not run here where the writer asks a server what context it
+runs (``server.serve_json("/props", {...})``, with the shape llama.cpp's, vLLM's or Ollama's
+server gives, as their documentation and sources show it), and for a model whose context is
+small: with ``context_tokens`` set, a request longer than that (at the 4 characters a token its
+usage reports) is refused as llama.cpp's server refuses it. It cannot show that a real server of
+each kind answers so today: only llama.cpp's runs here (tests/e2e/test_distill_real_model.py).
 """
 
 from __future__ import annotations
@@ -50,7 +57,9 @@ class LLMServer:
     # Called with each request's body before it is answered: a test's way to make the world move
     # (time passes, another daemon acts) while the model is being asked.
     on_request: Callable[[dict[str, Any]], None] | None = None
+    context_tokens: int = 0  # > 0: a longer request is refused as llama.cpp's server refuses it
     _failures: list[int] = field(default_factory=list)
+    _json: dict[tuple[str, str], Any] = field(default_factory=dict)
     url: str = ""
 
     def answer(
@@ -70,6 +79,16 @@ class LLMServer:
     def fail_next(self, count: int, status: int = 500) -> None:
         self._failures.extend([status] * count)
 
+    def serve_json(self, path: str, body: Any, method: str = "GET") -> None:
+        """Answer ``method path`` (relative to the server's root, e.g. ``/props``) with ``body``."""
+        self._json[(method, path)] = body
+
+    async def _other(self, request: Request) -> Response:
+        found = self._json.get((request.method, request.url.path))
+        if found is None:
+            return JSONResponse({"error": "not found"}, 404)
+        return JSONResponse(found)
+
     def prompts(self) -> list[str]:
         """Each request's messages joined, in arrival order."""
         return [_prompt(body) for body in self.requests]
@@ -85,6 +104,16 @@ class LLMServer:
             status = self._failures.pop(0)
             return JSONResponse({"error": {"message": "scripted failure", "type": "server_error"}}, status)
         prompt = _prompt(body)
+        if self.context_tokens and len(prompt) // 4 > self.context_tokens:
+            error = {
+                "code": 400,
+                "message": f"request ({len(prompt) // 4} tokens) exceeds the available context size "
+                f"({self.context_tokens} tokens), try increasing it",
+                "type": "exceed_context_size_error",
+                "n_prompt_tokens": len(prompt) // 4,
+                "n_ctx": self.context_tokens,
+            }
+            return JSONResponse({"error": error}, 400)
         for rule in self.rules:
             if rule.matches(prompt):
                 if rule.times is not None:
@@ -154,7 +183,12 @@ def _prompt(body: dict[str, Any]) -> str:
 def running_llm_server() -> Iterator[LLMServer]:
     """Serve a fresh scripted server on 127.0.0.1 (a free port) for the ``with`` block."""
     server = LLMServer()
-    app = Starlette(routes=[Route("/v1/chat/completions", server._chat, methods=["POST"])])
+    app = Starlette(
+        routes=[
+            Route("/v1/chat/completions", server._chat, methods=["POST"]),
+            Route("/{path:path}", server._other, methods=["GET", "POST"]),
+        ]
+    )
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]

@@ -29,7 +29,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError
 
-from mnemo.config_sources import check_store_dsn, default_person, read_config_file, redact_dsn
+from mnemo.config_sources import check_settings, default_person, read_config_file, redact_dsn
 from mnemo.episodes import NAME_CHARS
 from mnemo.errors import ConfigError
 from mnemo.paths import (
@@ -44,7 +44,6 @@ from mnemo.paths import (
 
 ENV_PREFIX = "MNEMO_"
 # Unix socket paths are limited to 108 bytes on Linux (104 on macOS) including the NUL.
-MAX_SOCKET_PATH_BYTES = 103
 # A host backend's defaults (llm_daily_call_cap, llm_calls_per_minute): a subscription's share.
 HOST_DAILY_CALLS = 200
 HOST_CALLS_PER_MINUTE = 4.0
@@ -173,7 +172,14 @@ class Settings(BaseModel):
         description="Key for llm_url (best from the environment, MNEMO_LLM_API_KEY); never logged or shown.",
     )
     llm_timeout_s: float = Field(
-        default=120.0, gt=0, le=3_600, description="How long one model call may take before it is retried."
+        default=120.0,
+        gt=0,
+        le=3_600,
+        description="How long a model call may take (more if its size needs it).",
+    )
+    llm_context_tokens: Annotated[int, Field(ge=1_024, le=10_000_000)] | Literal["auto"] = Field(
+        default="auto",
+        description="The model's context, requests are sized to (auto: asked of the server, else 8192).",
     )
     llm_max_retries: int = Field(
         default=2,
@@ -382,18 +388,6 @@ def load_settings(environ: Mapping[str, str] | None = None, *, is_spawned: bool 
             path = ".".join(str(part) for part in error["loc"]) or "?"
             problems.append(f"{path} (from {sources.get(key, 'defaults')}): {error['msg']}")
         raise ConfigError("invalid mnemo settings: " + "; ".join(problems)) from None
-    check_store_dsn(settings.store, sources.get("store", "defaults"))
-    if settings.llm_url and not settings.llm_model:
-        raise ConfigError(
-            f"llm_url is set (from {sources.get('llm_url', 'defaults')}) but llm_model is empty: "
-            'name the model to ask (e.g. llm_model = "qwen2.5-coder:1.5b")'
-        )
-    if settings.writer == "always" and not settings.llm_url and settings.llm_backend == "openai":
-        raise ConfigError("writer is always, but no llm_url is set: distilling needs a language model")
-    if len(os.fsencode(settings.socket_path)) > MAX_SOCKET_PATH_BYTES:
-        raise ConfigError(
-            f"the daemon socket path {settings.socket_path} is longer than unix sockets allow "
-            f"({MAX_SOCKET_PATH_BYTES} bytes); set {HOME_ENV} to a shorter directory"
-        )
+    check_settings(settings, sources)
     settings._inputs_digest = (is_spawned and spawned_digest(env)) or inputs_digest(env, config=raw_config)
     return settings

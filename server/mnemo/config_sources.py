@@ -1,18 +1,26 @@
 """Where settings come from, beside the Settings model (:mod:`mnemo.config`): the TOML file, the
-store DSN's check, the default person, and a DSN made safe to show."""
+store DSN's check and the checks of settings that go together, the default person, and a DSN made
+safe to show."""
 
 from __future__ import annotations
 
 import getpass
 import json
+import os
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from mnemo.errors import ConfigError
+from mnemo.paths import HOME_ENV
+
+if TYPE_CHECKING:
+    from mnemo.config import Settings
+
+MAX_SOCKET_PATH_BYTES = 103
 
 
 def redact_dsn(dsn: str) -> str:
@@ -103,3 +111,20 @@ def write_settings(path: Path, values: Mapping[str, str | None]) -> None:
         temporary.replace(path)
     except OSError as exc:
         raise ConfigError(f"cannot write the config file {path}: {exc.strerror}") from None
+
+
+def check_settings(settings: Settings, sources: Mapping[str, str]) -> None:
+    """ConfigError for settings that cannot go together (each named with where it came from)."""
+    check_store_dsn(settings.store, sources.get("store", "defaults"))
+    if settings.llm_url and not settings.llm_model:
+        raise ConfigError(
+            f"llm_url is set (from {sources.get('llm_url', 'defaults')}) but llm_model is empty: "
+            'name the model to ask (e.g. llm_model = "qwen2.5-coder:1.5b")'
+        )
+    if settings.writer == "always" and not settings.llm_url and settings.llm_backend == "openai":
+        raise ConfigError("writer is always, but no llm_url is set: distilling needs a language model")
+    if len(os.fsencode(settings.socket_path)) > MAX_SOCKET_PATH_BYTES:
+        raise ConfigError(
+            f"the daemon socket path {settings.socket_path} is longer than unix sockets allow "
+            f"({MAX_SOCKET_PATH_BYTES} bytes); set {HOME_ENV} to a shorter directory"
+        )

@@ -17,6 +17,9 @@ Everything mnemo raises on purpose derives from :class:`MnemoError`::
     ├── DaemonError              the daemon could not be started or reached
     │   └── DaemonUnavailableError  nothing answers on the socket
     └── ModelError               the language model endpoint failed or answered unusably   → HTTP 502
+        ├── ModelRefusedError    the endpoint refused this request as it is (HTTP 400, 413, 422;
+        │                        ``overflow``: it passed the model's context): asking again fails too
+        ├── ModelTimeoutError    no answer within the time the request was given
         └── TokenCapError        a daily cap or the host's usage limit is reached; work waits  → HTTP 429
 
 Each edge translates: the daemon's Starlette handlers map these to HTTP statuses with a JSON body
@@ -116,6 +119,21 @@ class ModelError(MnemoError):
     http_status = 502
 
 
+class ModelRefusedError(ModelError):
+    """The endpoint refused this request as it is (HTTP 400, 413 or 422): asking the same again
+    fails the same way, so the writer asks with less (``overflow``: the request passed the
+    model's context) or fails the batch with this reason and moves on."""
+
+    def __init__(self, message: str, *, overflow: bool = False) -> None:
+        super().__init__(message)
+        self.overflow = overflow
+
+
+class ModelTimeoutError(ModelError):
+    """The model gave no answer within the time the request was given (``llm_timeout_s``, or
+    more where the model's measured speed needs more for a long request)."""
+
+
 class StoppedError(ModelError):
     """The daemon is stopping: a model call under way was left unanswered, and its batch is
     redone at the next start (its extraction reused when it was kept)."""
@@ -153,6 +171,8 @@ ERRORS_BY_NAME: dict[str, type[MnemoError]] = {
         DaemonError,
         DaemonUnavailableError,
         ModelError,
+        ModelRefusedError,
+        ModelTimeoutError,
         TokenCapError,
         StoppedError,
     )

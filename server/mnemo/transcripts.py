@@ -11,14 +11,19 @@ Claude Code (``~/.claude/projects/<project>/<session>.jsonl``): one JSON object 
 (``tool_result`` blocks); ``type`` "assistant" lines carry one content block each (text or
 ``tool_use``) and the API call's ``usage`` (repeated on each block of one message: counted once
 per ``message.id``). Meta lines (``isMeta``), sidechains (sub-agents), compaction summaries and
-``<task-notification>`` prompts are not the person's prompts.
+``<task-notification>`` prompts are not the person's prompts; a prompt is what the person typed of
+it (:mod:`mnemo.typed`: IDE context and expanded templates dropped), and a shell command the person
+ran with ``!`` is a tool's run of the turn. An API error in place of an answer is kept as the
+turn's answer, so that the writer knows the turn failed.
 
 Codex (``~/.codex/sessions/YYYY/MM/DD/rollout-….jsonl``): ``session_meta`` (id, cwd), then
 ``response_item`` lines (``message`` with role user/assistant, ``function_call`` — MCP tools with
 their ``namespace`` — and ``function_call_output``) and ``event_msg`` lines. Prompts are the
 person's messages as events (``item_completed`` of a ``UserMessage`` in 0.171, ``user_message``
 before): the user ``message`` items also hold injected context (instructions, environment).
-Answers are the assistant messages; tokens read the last cumulative ``token_count``.
+Answers are the assistant messages; tokens read the last cumulative ``token_count``. Rollouts of
+2025's first releases have no envelope: a first line ``{id, timestamp, instructions}``, then the
+items themselves, the person's prompts being the user messages that are not the host's own.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from typing import Any
 
 from mnemo.clock import as_stored
 from mnemo.jsonread import read_json
+from mnemo.typed import is_host_message, shell_run, typed
 
 TASK_NOTIFICATION = "<task-notification>"
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._:\-/]")
@@ -79,22 +85,24 @@ def episode_id(client: str, session: str, turn: int, part: str) -> str:
 
 
 # User lines of a Claude Code transcript that no UserPromptSubmit hook saw: an interruption,
-# slash commands and their local output, background-task notices.
+# local commands' output, background-task notices.
 _NOT_PROMPTS = (
     TASK_NOTIFICATION,
     "[Request interrupted by user",
-    "<command-name>",
-    "<command-message>",
     "<local-command-stdout>",
     "<local-command-stderr>",
     "<local-command-caveat>",
 )
+PERSON_SHELL = "shell (run by the person)"  # a tool result's name for a command run with !
 
 
 def is_person_prompt(text: str) -> bool:
-    """Whether a user line is a prompt of the person's (what the hooks count as a turn)."""
+    """Whether a user line is a prompt of the person's (what the hooks count as a turn): neither
+    the host's own message nor a shell command's run, with words of the person's in it."""
     stripped = text.lstrip()
-    return bool(stripped) and not stripped.startswith(_NOT_PROMPTS)
+    if not stripped or stripped.startswith(_NOT_PROMPTS) or is_host_message(stripped):
+        return False
+    return shell_run(stripped) is None and bool(typed(stripped))
 
 
 def is_mnemo_tool(name: str) -> bool:
@@ -182,6 +190,7 @@ def _texts(content: object, kinds: tuple[str, ...] = ("text",)) -> str:
 def read_claude_code(path: Path) -> Transcript:
     transcript = Transcript("claude-code", path.stem, "", path)
     turn: Turn | None = None
+    shell_runs: list[ToolResult] = []  # the person's ! commands before the first prompt
     tool_calls: dict[str, tuple[str, Any]] = {}
     counted: set[str] = set()
     for item in _lines(path):
@@ -208,8 +217,10 @@ def read_claude_code(path: Path) -> Transcript:
                 if isinstance(block, dict) and block.get("type") == "tool_use":
                     tool_calls[str(block.get("id"))] = (str(block.get("name") or "tool"), block.get("input"))
             text = _texts(content)
-            if text and turn is not None and not item.get("isApiErrorMessage"):
-                turn.answer, turn.answer_time = text, when  # the last text of the turn is its answer
+            if text and turn is not None and (not item.get("isApiErrorMessage") or not turn.answer):
+                # The last text of the turn is its answer; a failure ("API Error: 529 …") only
+                # where nothing answered, so that the writer knows the turn failed.
+                turn.answer, turn.answer_time = text, when
             continue
         blocks = content if isinstance(content, list) else []
         results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
@@ -224,25 +235,49 @@ def read_claude_code(path: Path) -> Transcript:
         if item.get("isMeta") or item.get("isCompactSummary"):
             continue
         prompt = _texts(content)
+        run = shell_run(prompt)
+        if run is not None:
+            _add_shell_run(turn, shell_runs, run, str(item.get("uuid") or len(shell_runs)), when)
+            continue
         if not is_person_prompt(prompt):
             continue
-        turn = Turn(len(transcript.turns) + 1, prompt, when)
+        turn = Turn(len(transcript.turns) + 1, typed(prompt), when)
+        turn.tools, shell_runs = shell_runs, []  # commands the person ran before this prompt
         transcript.turns.append(turn)
+    if turn is None and shell_runs:
+        transcript.turns.append(Turn(1, "", shell_runs[0].time, shell_runs))
     return transcript
+
+
+def _add_shell_run(
+    turn: Turn | None, waiting: list[ToolResult], run: tuple[str, str], key: str, when: datetime | None
+) -> None:
+    """A ``!`` command the person ran: a tool result of the turn under way, or, before the first
+    prompt, of the turn that prompt starts; its output joins the command it follows."""
+    command, output = run
+    results = turn.tools if turn is not None and not waiting else waiting
+    last = results[-1] if results else None
+    if command or last is None or last.name != PERSON_SHELL or last.output:
+        results.append(ToolResult(f"shell-{key}", PERSON_SHELL, command, output, when))
+    else:
+        last.output = output
 
 
 def read_codex(path: Path) -> Transcript:
     transcript = Transcript("codex", path.stem, "", path)
     turn: Turn | None = None
     calls: dict[str, tuple[str, Any]] = {}
+    started: datetime | None = None  # a rollout without an envelope stamps only its first line
     for item in _lines(path):
         kind, payload = item.get("type"), item.get("payload") or {}
-        when = _time(item.get("timestamp"))
+        when = _time(item.get("timestamp")) or started
         if not isinstance(payload, dict):
             continue
         if kind == "session_meta":
             transcript.session = str(payload.get("id") or transcript.session)
             transcript.cwd = str(payload.get("cwd") or "")
+        elif kind is None and "instructions" in item and item.get("id"):  # the envelope-less first line
+            transcript.session, started = str(item["id"]), when
         elif kind == "event_msg":
             event = payload.get("type")
             prompt = None
@@ -251,33 +286,56 @@ def read_codex(path: Path) -> Transcript:
             elif event == "item_completed" and (payload.get("item") or {}).get("type") == "UserMessage":
                 prompt = _texts(payload["item"].get("content"))
             if prompt is not None and is_person_prompt(prompt):
-                if turn is None or turn.prompt != prompt or turn.answer or turn.tools:  # one event per prompt
-                    turn = Turn(len(transcript.turns) + 1, prompt, when)
+                said = typed(prompt)
+                if turn is None or turn.prompt != said or turn.answer or turn.tools:  # one event per prompt
+                    turn = Turn(len(transcript.turns) + 1, said, when)
                     transcript.turns.append(turn)
             elif event == "token_count":
                 total = (payload.get("info") or {}).get("total_token_usage") or {}
                 if total.get("input_tokens") is not None:
                     transcript.tokens_read = int(total["input_tokens"])
         elif kind == "response_item" and turn is not None:
-            item_type = payload.get("type")
-            if item_type == "message" and payload.get("role") == "assistant":
-                text = _texts(payload.get("content"), ("output_text", "text"))
-                if text:
-                    turn.answer, turn.answer_time = text, when
-            elif item_type in ("function_call", "custom_tool_call", "local_shell_call"):
-                arguments = payload.get("arguments", payload.get("input", payload.get("action")))
-                name = str(payload.get("name") or item_type)
-                if payload.get("namespace"):  # an MCP tool: mcp__<server>, as hooks name it
-                    name = f"{payload['namespace']}__{name}"
-                if isinstance(arguments, str):
-                    with contextlib.suppress(ValueError):  # not JSON: kept as the text it is
-                        arguments = read_json(arguments, cut_deeper=True)
-                calls[str(payload.get("call_id") or "")] = (name, arguments)
-            elif item_type in ("function_call_output", "custom_tool_call_output"):
-                key = str(payload.get("call_id") or "")
-                name, arguments = calls.get(key, ("tool", None))
-                output = payload.get("output")
-                if isinstance(output, dict):
-                    output = output.get("content", output)
-                turn.tools.append(ToolResult(key, name, arguments, output_text(output), when))
+            _codex_item(turn, calls, payload, when)
+        elif kind in _ITEMS and started is not None:  # an item of an envelope-less rollout
+            if kind == "message" and item.get("role") == "user":
+                text = _texts(item.get("content"), ("input_text", "text"))
+                if not transcript.cwd and (cwd := _CWD.search(text)):
+                    transcript.cwd = cwd.group(1).strip()
+                if is_person_prompt(text):
+                    turn = Turn(len(transcript.turns) + 1, typed(text), when)
+                    transcript.turns.append(turn)
+            elif turn is not None:
+                _codex_item(turn, calls, item, when)
     return transcript
+
+
+_ITEMS = ("message", "function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output",
+          "local_shell_call", "reasoning")  # fmt: skip
+_CWD = re.compile(r"<cwd>(.*?)</cwd>", re.DOTALL)
+
+
+def _codex_item(
+    turn: Turn, calls: dict[str, tuple[str, Any]], payload: dict[str, Any], when: datetime | None
+) -> None:
+    """A response item of a Codex turn: the assistant's answer, a tool call or its output."""
+    item_type = payload.get("type")
+    if item_type == "message" and payload.get("role") == "assistant":
+        text = _texts(payload.get("content"), ("output_text", "text"))
+        if text:
+            turn.answer, turn.answer_time = text, when
+    elif item_type in ("function_call", "custom_tool_call", "local_shell_call"):
+        arguments = payload.get("arguments", payload.get("input", payload.get("action")))
+        name = str(payload.get("name") or item_type)
+        if payload.get("namespace"):  # an MCP tool: mcp__<server>, as hooks name it
+            name = f"{payload['namespace']}__{name}"
+        if isinstance(arguments, str):
+            with contextlib.suppress(ValueError):  # not JSON: kept as the text it is
+                arguments = read_json(arguments, cut_deeper=True)
+        calls[str(payload.get("call_id") or "")] = (name, arguments)
+    elif item_type in ("function_call_output", "custom_tool_call_output"):
+        key = str(payload.get("call_id") or "")
+        name, arguments = calls.get(key, ("tool", None))
+        output = payload.get("output")
+        if isinstance(output, dict):
+            output = output.get("content", output)
+        turn.tools.append(ToolResult(key, name, arguments, output_text(output), when))

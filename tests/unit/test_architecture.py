@@ -34,11 +34,20 @@ LAYERS = [
         "mnemo.private",
         "mnemo.secrets",
         "mnemo.transcripts",
+        "mnemo.typed",
         "mnemo.validation",
         "mnemo.vocabulary",
         "mnemo.workspace",
     },
-    {"mnemo.store", "mnemo.index", "mnemo.embed", "mnemo.distill", "mnemo.usage", "mnemo.code"},
+    {
+        "mnemo.store",
+        "mnemo.index",
+        "mnemo.embed",
+        "mnemo.distill",
+        "mnemo.usage",
+        "mnemo.code",
+        "mnemo.health",
+    },
     {"mnemo.daemon"},
     # the clients on top
     {

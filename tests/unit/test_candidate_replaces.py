@@ -1,7 +1,9 @@
 """A memory that waits for a person closes nothing while it waits: the current memory it would
 close stays current (recall and the hooks keep answering with it), and approving the candidate —
 by a person, or by review's auto-approval — closes it. Found by the arena (docs/benchmarks.md): a
-change cited from tool output alone closed the current memory at once and left nothing current.
+change cited from tool output alone closed the current memory at once and left nothing current
+(tool output alone is no longer a memory at all, mnemo.distill.gate; a procedure only the agent
+stated waits the same way).
 Real store (chDB), the real writer and recall engine, the scripted model server."""
 
 from __future__ import annotations
@@ -89,16 +91,16 @@ def settings(home: Home, llm_server: LLMServer) -> Settings:
 
 
 @pytest.mark.anyio
-async def test_a_change_from_tool_output_alone_waits_and_only_its_approval_closes_the_current_memory(
+async def test_a_change_no_person_backs_waits_and_only_its_approval_closes_the_current_memory(
     home: Home, settings: Settings, llm_server: LLMServer
 ) -> None:
-    _script(llm_server, {"b-0": [{"type": "fact", "what": THURSDAY, "sources": ["b-1"]}]})
+    _script(llm_server, {"b-0": [{"type": "procedure", "what": THURSDAY, "sources": ["b-1"]}]})
     store = open_store(settings.store)
     try:
         distiller, engine = _distiller(settings, store, Approval("auto"))
         turns = [
-            (Role.USER, "what does the deploy doc say?"),
-            (Role.TOOL, "deploy.md: we deploy on Thursdays"),
+            (Role.USER, "tidy up the release checklist"),
+            (Role.ASSISTANT, "Done; the checklist says the shop is deployed on Thursdays."),
         ]
         record_turns(store, "b", turns, START)
         [result] = distiller.distil_session("b")
@@ -107,10 +109,7 @@ async def test_a_change_from_tool_output_alone_waits_and_only_its_approval_close
         assert memories[TUESDAY] == (MemoryStatus.ACTIVE, "", "")  # still current
         assert memories[THURSDAY] == (MemoryStatus.CANDIDATE, "", "mem_tuesday0000001")
         [thursday] = [m for m in store.memories_page("", 50) if m.what == THURSDAY]
-        assert (
-            thursday.status_reason
-            == "waits for a person: its only sources are tool output or fetched content"
-        )
+        assert thursday.status_reason == "waits for a person: a procedure no line the person wrote backs"
         assert _current_answer(engine) == TUESDAY  # what the hooks and recall answer meanwhile
     finally:
         store.close()

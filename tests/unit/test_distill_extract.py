@@ -16,15 +16,12 @@ from mnemo.distill.extract import (
     ExtractionError,
     answer_schema,
     extract,
-    look_again,
     parse,
-    preferred,
-    states_something,
-    transcript,
-    uncovered_statements,
 )
 from mnemo.distill.llm import LLM
 from mnemo.distill.meter import TokenMeter
+from mnemo.distill.rails import look_again, preferred, states_something, uncovered_statements
+from mnemo.distill.shown import transcript
 from mnemo.episodes import Episode, EpisodeIn, EpisodeIntake, Role
 from mnemo.injected import strip_injected
 from mnemo.secrets import SecretRedactor
@@ -175,7 +172,8 @@ def test_the_transcript_cuts_long_episodes_and_skips_empty_ones() -> None:
         ("ep_1", Role.USER, "x" * 10_000), ("ep_2", Role.TOOL, "<mnemo-memory>only</mnemo-memory>")
     )
     shown = transcript(episodes)
-    assert shown.startswith("[ep_1] person (ana): xxx") and shown.endswith("…[cut]") and "ep_2" not in shown
+    assert shown.startswith("[ep_1] person (ana): xxx") and " …[cut] " in shown and "ep_2" not in shown
+    assert len(shown) < 4_100  # the person's line keeps its start and end, 4,000 characters
 
 
 REDIS = {"type": "decision", "what": "Product pages are cached in Redis", "sources": ["ep_1", "ep_2"]}

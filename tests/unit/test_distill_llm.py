@@ -13,7 +13,7 @@ from mnemo.config import Calibration, Settings, load_settings
 from mnemo.distill.decide import DURABLE, RELATION, USEFUL, DecisionModel, calibrate
 from mnemo.distill.llm import LLM, Message
 from mnemo.distill.meter import TokenMeter
-from mnemo.errors import ConfigError, ModelError, TokenCapError
+from mnemo.errors import ConfigError, ModelError, ModelTimeoutError, TokenCapError
 from mnemo.store import ClickHouseStore
 from tests.helpers import Clock, Home
 from tests.llm_server import LLMServer
@@ -83,10 +83,12 @@ def test_a_slow_or_absent_endpoint_fails_with_a_clear_error(
     home: Home, llm_server: LLMServer, store: ClickHouseStore
 ) -> None:
     llm_server.answer(contains="ping", text="pong")
-    llm_server.delay_s = 2.0  # the behaviour under test: a model slower than the 0.3 s allowed
+    llm_server.delay_s = 3.0  # the behaviour under test: a model slower than the time allowed
     slow = _llm(home, llm_server, store, MNEMO_LLM_TIMEOUT_S="0.3", MNEMO_LLM_MAX_RETRIES="0")
+    # Given llm_timeout_s, or twice what a slow model needs for the request when longer: to read
+    # its prompt and write 2 tokens, before any answer said how fast this one is, under a second.
     with pytest.raises(
-        ModelError, match=r"did not answer within 0.3 s \(tried 1 times; setting llm_timeout_s\)"
+        ModelTimeoutError, match=r"did not answer within 0\.\d+ s \(tried 1 times; setting llm_timeout_s\)"
     ):
         slow.chat([Message("user", "ping")], purpose="test", max_tokens=2)
 

@@ -14,10 +14,11 @@ import pytest
 from mnemo.config import Settings
 from mnemo.distill.decide import Decision, DecisionModel
 from mnemo.distill.durable import Durability, shipped_durable
-from mnemo.distill.extract import ExtractedMemory, states_something
+from mnemo.distill.extract import ExtractedMemory
 from mnemo.distill.judge import Action, Comparison, act, bars_same, guard_between
 from mnemo.distill.llm import LLM
 from mnemo.distill.meter import TokenMeter
+from mnemo.distill.rails import states_something
 from mnemo.distill.refusal import refuses, states_refused
 from mnemo.distill.writer import Distiller
 from mnemo.embed import load_embedder

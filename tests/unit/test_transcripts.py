@@ -102,3 +102,106 @@ def test_a_line_cut_short_by_a_crash_loses_only_itself(tmp_path: Path) -> None:
     path = tmp_path / "s-1.jsonl"
     path.write_text(json.dumps(_user("which day do we deploy?")) + "\n" + '{"type": "assistant", "mess')
     assert [t.prompt for t in transcripts.read("claude-code", path).turns] == ["which day do we deploy?"]
+
+
+def test_a_claude_code_prompt_is_what_the_person_typed_not_the_ide_context_nor_a_shell_run(
+    tmp_path: Path,
+) -> None:
+    ide = "<ide_selection>The user selected the lines 1 to 5 from /srv/app/notes.md:\nfoo\n\nThis may or may not be related to the current task.</ide_selection>"  # noqa: E501
+    path = _write(tmp_path / "s-1.jsonl", [
+        _user("<bash-input>git log -1</bash-input>"),
+        _user("<bash-stdout>abc123 fix the build</bash-stdout><bash-stderr></bash-stderr>"),
+        _user([{"type": "text", "text": ide}, {"type": "text", "text": "Keep the changelog in English."}]),
+        _user("<ide_opened_file>The user opened the file /srv/app/x.py in the IDE.</ide_opened_file>"),
+        _assistant("m1", {"type": "text", "text": "Noted."}),
+        _user("<user-memory-input>Commit messages use the imperative.</user-memory-input>"),
+        _user("<command-message>review</command-message>\n<command-name>/review</command-name>\n"
+              "<command-args>the auth flow</command-args>"),
+        _assistant("m2", {"type": "text", "text": "API Error: 529 Overloaded"}),
+        _user("(no content)"),
+        _user("This session is being continued from a previous conversation that ran out of context."),
+    ])  # fmt: skip
+    transcript = transcripts.read("claude-code", path)
+    assert [t.prompt for t in transcript.turns] == [
+        "Keep the changelog in English.",
+        "Commit messages use the imperative.",
+        "/review the auth flow",
+    ]
+    [shell] = transcript.turns[0].tools  # run before the first prompt: a tool's run of that turn
+    assert (shell.name, shell.input, shell.output) == (
+        transcripts.PERSON_SHELL,
+        "git log -1",
+        "abc123 fix the build",
+    )
+    assert transcript.turns[2].answer == "API Error: 529 Overloaded"  # the writer knows the turn failed
+    episodes = transcript_episodes(transcript, "ana", 10_000)
+    assert [e.role.value for e in episodes if e.turn == 1] == ["user", "tool", "assistant"]
+
+
+def test_a_codex_prompt_is_the_request_not_the_ide_context_nor_a_templates_text(tmp_path: Path) -> None:
+    def line(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+        return {"timestamp": "2026-03-02T09:00:00.000Z", "type": kind, "payload": payload}
+
+    ide = "# Context from my IDE setup:\n\n## Active file: go.mod\n\n## Open tabs:\n- go.mod: go.mod\n\n"
+    ide += "## My request for Codex:\n"
+    template = "## User Input\n\n```text\n{}\n```\n\nYou **MUST** consider the user input before proceeding.\n\n## Outline\n1. Run the script."  # noqa: E501
+    path = _write(tmp_path / "rollout-t-1.jsonl", [
+        line("session_meta", {"id": "t-1", "cwd": "/srv/app"}),
+        line("event_msg", {"type": "user_message", "message": "<environment_context>\n<cwd>/srv/app</cwd>"}),
+        line("event_msg", {"type": "user_message", "message": ide + "We target Go 1.22."}),
+        line("event_msg", {"type": "user_message", "message": template.format("Add a login page")}),
+        line("event_msg", {"type": "user_message", "message": template.format("")}),
+    ])  # fmt: skip
+    assert [t.prompt for t in transcripts.read("codex", path).turns] == [
+        "We target Go 1.22.",
+        "Add a login page",
+        "(a command's template, no words of the person's)",
+    ]
+
+
+def test_a_rollout_without_an_envelope_is_read(tmp_path: Path) -> None:
+    """Codex's first rollouts (2025): a first line with the session's id and time, then the items
+    themselves; the person's prompts are the user messages that are not the host's own."""
+
+    def message(role: str, text: str) -> dict[str, Any]:
+        kind = "input_text" if role == "user" else "output_text"
+        return {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}
+
+    path = _write(tmp_path / "rollout-old.jsonl", [
+        {"id": "t-0", "timestamp": "2025-09-24T00:55:32.770Z", "instructions": "# Guidelines"},
+        {"record_type": "state"},
+        message("user", "<user_instructions>\n# Guidelines\n</user_instructions>"),
+        message("user", "<environment_context>\n  <cwd>E:\\work\\app</cwd>\n</environment_context>"),
+        message("user", "Wir deployen immer donnerstags."),
+        {"type": "function_call", "name": "shell", "arguments": "{\"command\": [\"dir\"]}", "call_id": "c1"},
+        {"type": "function_call_output", "call_id": "c1", "output": "README.md"},
+        message("assistant", "Verstanden."),
+    ])  # fmt: skip
+    transcript = transcripts.read("codex", path)
+    assert (transcript.session, transcript.cwd) == ("t-0", "E:\\work\\app")
+    [turn] = transcript.turns
+    assert (turn.prompt, turn.answer, [t.output for t in turn.tools]) == (
+        "Wir deployen immer donnerstags.",
+        "Verstanden.",
+        ["README.md"],
+    )
+    assert turn.time is not None and turn.time.year == 2025
+
+
+def test_a_command_file_expanded_into_the_prompt_is_not_the_persons_words() -> None:
+    from mnemo.typed import typed
+
+    front = "---\ndescription: Create the feature spec.\n---\n\nThe user input can be given directly.\n\n"
+    steps = "\n\n1. Run the script `create-new-feature.sh`.\n2. Write the spec."
+    assert typed(front + "User input:\n\nA parking-lot monitor with plate cameras" + steps) == (
+        "A parking-lot monitor with plate cameras"
+    )
+    assert (
+        typed(front + "User input:\n\n$ARGUMENTS" + steps)
+        == "(a command's template, no words of the person's)"
+    )
+    assert (
+        typed(front + "Summarise the repository." + steps)
+        == "(a command's template, no words of the person's)"
+    )
+    assert typed("---\nnot front matter") == "---\nnot front matter"

@@ -67,6 +67,10 @@ class DistillStatus(BaseModel):
     lease: str = Field(
         default="", description="Who holds the writer lease and how long it has left, by the store's clock."
     )
+    context: str = Field(
+        default="", description="The model's context every request is sized to, and where it came from."
+    )
+    speed: str = Field(default="", description="The tokens a second the model reads and writes, measured.")
 
 
 class StoreFollow(BaseModel):

@@ -1,5 +1,5 @@
-"""The ``mnemo`` command: remember, recall, recall-episode, forget, keep, review, import, export,
-status, stats, distill, judge-log, writer, models, daemon, server.
+"""The ``mnemo`` command: remember, recall, recall-episode, forget, keep, review, audit, import,
+export, status, stats, distill, judge-log, writer, models, daemon, server.
 
 With ``--json``, recall and recall-episode print exactly the full result the MCP tools of the same
 name give client programs (in their answer's ``_meta``). Errors go to stderr as
@@ -30,6 +30,7 @@ GROUPS = {
     "check-code": "memory",
     "keep": "curate",
     "review": "curate",
+    "audit": "audit",
     "distill": "writer",
     "judge-log": "writer",
     "writer calibrate": "calibrate",

@@ -103,6 +103,9 @@ def _show_distillation(distillation: Doc) -> None:
         f"distilled  {distillation['batches_done']:,} batches, {distillation['memories_added']:,} memories "
         f"added since start{now}"
     )
+    if distillation.get("context"):
+        speed = f"; {distillation['speed']}" if distillation.get("speed") else ""
+        write(f"           the model's context: {distillation['context']}{speed}")
     if distillation["paused_until"] is not None:
         until = when(distillation["paused_until"], "%Y-%m-%d %H:%M:%S")
         write(f"           paused until {until} UTC: {distillation['last_error']}")

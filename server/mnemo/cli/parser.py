@@ -11,6 +11,7 @@ from typing import Any
 from mnemo.vocabulary import KEEP_FILE_PATH, NOTE_SOURCES, TRANSCRIPT_HOSTS, KeepScope, MemoryType
 
 MEMORY_TYPES = [t.value for t in MemoryType]
+AUDIT_KINDS = ("junk", "duplicate", "superseded", "code", "unused", "credential")
 
 
 class _Version(argparse.Action):
@@ -176,6 +177,22 @@ def build_parser(commands_in_order: list[str] | None = None) -> argparse.Argumen
             a.add_argument("--why")
             a.add_argument("--how")
     p.set_defaults(action="list", approved=False, namespace=None, json=False)
+
+    p = commands.add_parser(
+        "audit",
+        help="the store's health: likely junk, duplicates, superseded, unused memories, and what to do",
+    )
+    p.add_argument("--kind", action="append", choices=AUDIT_KINDS, help="only these findings (repeatable)")
+    p.add_argument("--namespace", help="only this namespace")
+    p.add_argument("--days", type=int, default=30, help="the window unused memories are counted over")
+    p.add_argument(
+        "--apply", choices=AUDIT_KINDS, metavar="KIND", help="apply this kind's action to its findings"
+    )
+    p.add_argument(
+        "--id", action="append", help="with --apply: only the finding about this memory (repeatable)"
+    )
+    p.add_argument("--yes", action="store_true", help="with --apply: do not ask for confirmation")
+    p.add_argument("--json", action="store_true")
 
     p = commands.add_parser("status", help="version, store, daemon and counts")
     p.add_argument("--json", action="store_true")

@@ -20,6 +20,7 @@ import anyio
 import anyio.to_thread
 from pydantic import BaseModel, ValidationError
 
+from mnemo.api.audit import AuditApplied, AuditApply, AuditReport, AuditRequest
 from mnemo.api.episodes import AppendRequest, AppendResponse
 from mnemo.api.exchange import ImportRequest, ImportResult
 from mnemo.api.keep import KeepRequest, KeepResult, KeptSets
@@ -152,6 +153,12 @@ class DaemonClient:
 
     async def review(self, action: ReviewAction) -> Memory:
         return await self._request("POST", "/v1/review", action, Memory, is_idempotent=False)
+
+    async def audit(self, request: AuditRequest) -> AuditReport:
+        return await self._request("POST", "/v1/audit", request, AuditReport)
+
+    async def audit_apply(self, request: AuditApply) -> AuditApplied:
+        return await self._request("POST", "/v1/audit/apply", request, AuditApplied, is_idempotent=False)
 
     async def judge_log(self, limit: int = 20, session: str | None = None) -> JudgeLog:
         query = urlencode({"limit": limit, **({"session": session} if session else {})})

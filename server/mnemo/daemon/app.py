@@ -49,6 +49,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from mnemo.api.audit import AuditApply, AuditRequest
 from mnemo.api.code import CodeCheckRequest
 from mnemo.api.episodes import AppendRequest, AppendResponse
 from mnemo.api.exchange import ExportPageRequest, ImportRequest
@@ -240,6 +241,12 @@ def build_app(
         session = request.query_params.get("session") or None
         return answer(await daemon.judge_log(limit, session, request.query_params.get("memory") or None))
 
+    async def audit(request: Request) -> Response:
+        return answer(await daemon.auditing.report(await parse(request, AuditRequest)))
+
+    async def audit_apply(request: Request) -> Response:
+        return answer(await daemon.auditing.apply(await parse(request, AuditApply)))
+
     async def export_namespaces(request: Request) -> Response:
         return answer(await daemon.exchange.namespaces())
 
@@ -297,6 +304,8 @@ def build_app(
             Route("/v1/hooks/{event}", hook, methods=["POST"]),
             Route("/v1/stats", usage_stats, methods=["GET"]),
             Route("/v1/judge-log", judge_log, methods=["GET"]),
+            Route("/v1/audit", audit, methods=["POST"]),
+            Route("/v1/audit/apply", audit_apply, methods=["POST"]),
             Route("/v1/export/namespaces", export_namespaces, methods=["GET"]),
             Route("/v1/export", export_page, methods=["POST"]),
             Route("/v1/import/memories", import_memories, methods=["POST"]),

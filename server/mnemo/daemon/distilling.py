@@ -218,6 +218,17 @@ class DistillLoop:
         with self._lease.heartbeat():
             return work(*args)
 
+    def limits_shown(self) -> tuple[str, str]:
+        """The model's context and measured speed, for ``mnemo status`` ('' when no model; the
+        context is asked of the server the first time)."""
+        if self.decisions is None:
+            return "", ""
+        limits = self.decisions.llm.limits
+        context = f"{limits.context_tokens:,} tokens, from {limits.context.source}"
+        speed = limits.speed()
+        shown = "" if speed is None else f"reads {speed[0]:.0f} tokens/s, writes {speed[1]:.1f} tokens/s"
+        return context, shown
+
     def lease_state(self) -> str:
         """Who holds the writer lease and for how long yet, for ``mnemo status`` (a store read)."""
         if self._lease is None:

@@ -6,9 +6,9 @@ answer (text/plain) is exactly what the hook process prints (often nothing).
 - SessionStart: register the session; inject the curated sets of ``keep`` (the workspace's and
   the person's, whole) and the workspace's and the person's most useful memories (most used
   first, then decisions, preferences, procedures…, newest first).
-- UserPromptSubmit: record the prompt as this turn's episode; recall on it; inject a block. A
-  prompt starting with ``<task-notification>`` is a background task's notice, not the person:
-  nothing is recorded or injected.
+- UserPromptSubmit: record what the person typed of the prompt (:mod:`mnemo.typed`) as this turn's
+  episode; recall on it; inject a block. A prompt starting with ``<task-notification>`` is a
+  background task's notice, not the person: nothing is recorded or injected.
 - PostToolUse: record the tool's result (mnemo's own tools excepted: their output is memory).
 - Stop: record the final answer; queue the usage audit of what this turn was given.
 - PreCompact: distil the session now. SessionEnd: mark it ended.
@@ -51,6 +51,7 @@ from mnemo.memories import Memory
 from mnemo.paths import SPOOL_NAME
 from mnemo.private import remove_private
 from mnemo.store.usage import InjectionRow, SessionRow
+from mnemo.typed import typed
 from mnemo.usage.budget import BLOCK_TOKENS, SESSION_TOKENS, estimate_tokens, pack
 from mnemo.usage.sessions import SessionBook, SessionState
 from mnemo.vocabulary import MemoryType
@@ -252,7 +253,8 @@ class HookEvents:
         prompt = str(payload.get("prompt") or "")
         if not transcripts.is_person_prompt(prompt):  # e.g. a background task's <task-notification>
             return ""
-        prompt = remove_private(prompt)  # neither recalled on nor kept in the session's state
+        # What the person typed: the IDE's context and an expanded template are not their words.
+        prompt = remove_private(typed(prompt))  # neither recalled on nor kept in the session's state
         question = strip_injected(prompt).strip()[:MAX_QUERY_CHARS]
         person = self._settings.namespace_of_person
         # The host waits on this hook: the question is embedded and ranked while the session is

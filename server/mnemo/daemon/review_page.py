@@ -56,6 +56,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from mnemo.api.audit import AuditApply, AuditRequest
 from mnemo.api.browse import BrowseRequest
 from mnemo.api.memories import ForgetRequest
 from mnemo.api.review import ReviewAction
@@ -182,6 +183,12 @@ def routes(daemon: Daemon) -> list[Route]:
         remembered = await parse(request, RememberRequest)
         return answer(await daemon.remembering.remember(remembered, manual=True))
 
+    async def audit(request: Request) -> Response:
+        return answer(await daemon.auditing.report(await parse(request, AuditRequest)))
+
+    async def audit_apply(request: Request) -> Response:
+        return answer(await daemon.auditing.apply(await parse(request, AuditApply)))
+
     async def episode(request: Request) -> Response:
         """The turn an episode belongs to (its episode marked), for the page to show."""
         found = await daemon.calls(daemon.store.get_episodes, [request.path_params["id"]])
@@ -215,6 +222,8 @@ def routes(daemon: Daemon) -> list[Route]:
         Route("/review/api/memory/{id:path}", memory_page, methods=["GET"]),
         Route("/review/api/overview", overview, methods=["GET"]),
         Route("/review/api/namespaces", namespaces, methods=["GET"]),
+        Route("/review/api/audit", audit, methods=["POST"]),
+        Route("/review/api/audit/apply", audit_apply, methods=["POST"]),
     ]
 
 

@@ -29,6 +29,7 @@ from mnemo.api.writer import DistillQueued, JudgeLog, JudgeLogEntry
 from mnemo.clock import utc_now
 from mnemo.config import Settings
 from mnemo.config_sources import redact_dsn
+from mnemo.daemon.auditing import Auditing
 from mnemo.daemon.browsing import Browsing
 from mnemo.daemon.code_proposals import CodeProposals
 from mnemo.daemon.distilling import DistillLoop
@@ -125,6 +126,9 @@ class Daemon:
             )
             self.modes = HostModes()
             self.reviews = Reviews(self.calls, self.index, settings)
+            self.auditing = Auditing(
+                self.calls, self.index, lambda: self.index.engine, self.recall.code, settings
+            )
             self.browsing = Browsing(
                 self.calls, self.recall, self.ledger, settings, self.status, self.judge_log
             )
@@ -195,6 +199,7 @@ class Daemon:
             await self.calls(self.store.failed_summary) if self.distilling.state.enabled else (0, "")
         )
         lease = await self.calls(self.distilling.lease_state)
+        context, speed = await anyio.to_thread.run_sync(self.distilling.limits_shown)  # may ask the server
         embedder = self.index.engine.embedder
         behind = await self.follower.behind()
         return Status(
@@ -247,6 +252,8 @@ class Daemon:
                 failed_batches=failed,
                 last_failure=last_failure,
                 lease=lease,
+                context=context,
+                speed=speed,
             ),
         )
 

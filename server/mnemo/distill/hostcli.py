@@ -43,7 +43,8 @@ from mnemo.clock import utc_now
 from mnemo.config import Settings
 from mnemo.config_sources import redact_dsn
 from mnemo.distill.llm import Message, Meter, Reply, json_object
-from mnemo.errors import ConfigError, ModelError, StoppedError, TokenCapError
+from mnemo.distill.sizing import DEFAULT_CONTEXT, UNREACHABLE, Context, ModelLimits, probe_context
+from mnemo.errors import ConfigError, ModelError, ModelTimeoutError, StoppedError, TokenCapError
 from mnemo.secrets import redact
 
 COMMANDS = {"claude-code": "claude", "codex": "codex"}
@@ -61,6 +62,11 @@ _LIMIT = re.compile(
 )
 _LOGIN = re.compile(r"not logged in|/login|invalid api key|authenticat|unauthori[sz]ed|\b401\b", re.I)
 MIN_OUTPUT_TOKENS = 512
+# The hosts' own models read far more than a stretch: the writer's stretches are sized to this.
+HOST_CONTEXT = 200_000
+# What a host's CLI adds to each request of its own (its scaffolding around the writer's system
+# prompt), taken off a local model's context (llm_host_url).
+HOST_OVERHEAD_TOKENS = 2_000
 _LIMIT_PAUSE = timedelta(hours=1)  # when the host does not say when its limit resets
 _CODEX_OFF = ("hooks", "goals", "multi_agent", "shell_tool", "plugins", "apps", "image_generation",
               "view_image", "skill_search")  # fmt: skip
@@ -93,6 +99,8 @@ class HostLLM:
             f"at {redact_dsn(self._url)}" if self._url else "with its own login"
         )
         self._timeout_s = settings.llm_timeout_s
+        self._context = settings.llm_context_tokens
+        self._limits: ModelLimits | None = None
         self._meter = meter
         self._home = Path(tempfile.mkdtemp(prefix="mnemo-writer-"))  # the CLI's empty working dir
         # Claude Code says at once when it has no login; Codex without one retries the network,
@@ -101,6 +109,29 @@ class HostLLM:
         self._lock = threading.Lock()
         self._running: set[subprocess.Popen[str]] = set()
         self._closed = False
+
+    @property
+    def limits(self) -> ModelLimits:
+        """The context requests are sized to: llm_context_tokens; else, with llm_host_url, what that
+        server says (less the CLI's own scaffolding); else the host's own model's."""
+        if self._limits is not None:
+            return self._limits
+        if self._context != "auto":
+            context = Context(self._context, "llm_context_tokens")
+        elif not self._url:
+            context = Context(HOST_CONTEXT, f"the {self.backend} model's")
+        else:
+            found = probe_context(self._url, self._model_flag, self._key)
+            if found is UNREACHABLE:
+                return ModelLimits(
+                    Context(DEFAULT_CONTEXT - HOST_OVERHEAD_TOKENS, "the default"), self._timeout_s
+                )
+            tokens, source = (
+                (DEFAULT_CONTEXT, "the default") if found is None else (found.tokens, found.source)
+            )
+            context = Context(max(1_024, tokens - HOST_OVERHEAD_TOKENS), f"{source}, less the CLI's own")
+        self._limits = ModelLimits(context, self._timeout_s)
+        return self._limits
 
     def close(self) -> None:
         """Stop the calls under way (a stopping daemon does not wait for them: their batch is
@@ -230,7 +261,7 @@ class HostLLM:
             out, err = process.communicate(prompt, timeout=self._timeout_s)
         except subprocess.TimeoutExpired:
             _kill(process)
-            raise ModelError(
+            raise ModelTimeoutError(
                 f"the {self.endpoint} did not answer within {self._timeout_s:g} s (setting llm_timeout_s)"
             ) from None
         except BaseException:

@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from mnemo.distill.decide import DecisionModel
-from mnemo.distill.extract import ExtractedEntity, ExtractedMemory, transcript
+from mnemo.distill.extract import ExtractedEntity, ExtractedMemory
 from mnemo.distill.judge import Action, judge, judge_log_row
+from mnemo.distill.shown import transcript
 from mnemo.index.documents import memory_document
 from mnemo.index.live import RecallEngine
 from mnemo.memories import MAX_W_CHARS, Memory
@@ -102,7 +103,7 @@ class ImportJudge:
                 entities=[ExtractedEntity(name=e.name, role=e.role) for e in memory.entities],
                 sources=memory.sources or [memory_id],
             )
-            source_text = transcript(self._store.get_episodes(memory.sources))
+            source_text = transcript(self._store.get_episodes(memory.sources), tool_chars=4_000)
             verdict = judge(draft, others, source_text, self._decisions, embedder)
             log.append(judge_log_row(batch, seq, session, memory.namespace, memory_id, verdict, now))
             origin = memory.status_reason.split(";")[0]

@@ -6,7 +6,11 @@ hundreds of modules, whose time and memory a daemon that runs no writer is spare
 first and metered after (:mod:`mnemo.distill.meter`); the client's own bounded retries cover
 timeouts, dropped connections and 408/409/429/5xx answers (``llm_max_retries``, exponential
 back-off); what still fails is a :class:`~mnemo.errors.ModelError` whose message names the
-endpoint (never the key) and what went wrong. Every message's credentials are redacted on its
+endpoint (never the key) and what went wrong — a request the endpoint refused as it is (HTTP 400,
+413, 422) a :class:`~mnemo.errors.ModelRefusedError`, one that got no answer in time a
+:class:`~mnemo.errors.ModelTimeoutError`. Each request is given the time its size needs at the
+model's measured speed, and the model's context is asked of the server
+(:mod:`mnemo.distill.sizing`). Every message's credentials are redacted on its
 way out (:func:`mnemo.secrets.redact`), whatever built it: episodes are redacted when stored,
 but a memory or an episode stored before a detector learned a new format is not. Private spans
 are not looked for here: what the model reads was stored without them, and a stray tag in a
@@ -19,13 +23,15 @@ import json
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from mnemo.config import Settings
 from mnemo.config_sources import redact_dsn
-from mnemo.errors import ConfigError, ModelError, StoppedError
+from mnemo.distill.sizing import DEFAULT_CONTEXT, UNREACHABLE, Context, ModelLimits, probe_context
+from mnemo.errors import ConfigError, ModelError, ModelRefusedError, ModelTimeoutError, StoppedError
 from mnemo.secrets import redact
 
 if TYPE_CHECKING:
@@ -35,6 +41,13 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 # OpenAI's limit on alternatives per token; llama.cpp and vLLM accept as many.
 MAX_TOP_LOGPROBS = 20
+# How servers say a request passed the model's context: llama.cpp ("exceeds the available
+# context size"), vLLM and OpenAI ("maximum context length", context_length_exceeded), others.
+_OVERFLOW = re.compile(
+    r"context (?:size|length|window)|maximum context|context_length_exceeded|exceed_context|"
+    r"prompt is too long|too many tokens|input is too large|n_ctx",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +84,11 @@ class ChatModel(Protocol):
     endpoint: str
     gives_logprobs: bool  # False: never any (the judge then asks with a schema)
 
+    @property
+    def limits(self) -> ModelLimits:
+        """The model's context and speed, which requests are sized to."""
+        ...
+
     def chat(
         self,
         messages: Sequence[Message],
@@ -104,6 +122,12 @@ class LLM:
         # vLLM and Ollama do): unknown until the first call that asks for one.
         self._takes_schema: bool | None = None
         self._stopped = threading.Event()
+        self._url, self._key = settings.llm_url, settings.llm_api_key.get_secret_value()
+        self._limits: ModelLimits | None = None
+        if settings.llm_context_tokens != "auto":
+            context = Context(settings.llm_context_tokens, "llm_context_tokens")
+            self._limits = ModelLimits(context, settings.llm_timeout_s)
+        self._limits_lock = threading.Lock()
         import openai  # noqa: PLC0415 - only once a model is configured (the docstring)
 
         self._client = openai.OpenAI(
@@ -113,6 +137,26 @@ class LLM:
             timeout=settings.llm_timeout_s,
             max_retries=settings.llm_max_retries,
         )
+
+    @property
+    def limits(self) -> ModelLimits:
+        """The model's context (asked of the server at the first need, unless the setting gives
+        it; asked again while the server cannot be reached) and speed."""
+        with self._limits_lock:
+            if self._limits is None:
+                found = probe_context(self._url, self.model, self._key)
+                if found is None:
+                    found = Context(DEFAULT_CONTEXT, "the default (the server does not say)")
+                elif found is UNREACHABLE:  # the default for now, asked again next time
+                    return ModelLimits(Context(DEFAULT_CONTEXT, "the default"), self._timeout_s)
+                logger.info(
+                    "the model at %s: a context of %d tokens, from %s",
+                    self.endpoint,
+                    found.tokens,
+                    found.source,
+                )
+                self._limits = ModelLimits(found, self._timeout_s)
+            return self._limits
 
     def close(self) -> None:
         """Stop: a call under way returns at once with StoppedError (the request itself is left
@@ -145,6 +189,10 @@ class LLM:
                 "type": "json_schema",
                 "json_schema": {"name": purpose.replace(":", "_"), "schema": schema, "strict": True},
             }
+        limits = self.limits
+        estimated = sum(limits.tokens(m.content) for m in messages)
+        extra["timeout"] = limits.timeout_s(estimated, max_tokens)
+        started = time.monotonic()
         try:
             response = self._create(messages, max_tokens, extra)
         except openai.BadRequestError:
@@ -156,7 +204,16 @@ class LLM:
             response = self._create(messages, max_tokens, extra)
         if "response_format" in extra:
             self._takes_schema = True
-        return self._reply(response, messages, purpose, top_logprobs)
+        reply = self._reply(response, messages, purpose, top_logprobs)
+        timings = (response.model_extra or {}).get("timings")
+        limits.observe(
+            estimated,
+            reply.prompt_tokens,
+            reply.completion_tokens,
+            time.monotonic() - started,
+            timings if isinstance(timings, dict) else None,
+        )
+        return reply
 
     def _create(self, messages: Sequence[Message], max_tokens: int, extra: dict[str, Any]) -> Any:
         """The endpoint's response, from a thread of its own: a blocking HTTP call cannot be
@@ -200,12 +257,16 @@ class LLM:
                 **extra,
             )
         except openai.BadRequestError as exc:
-            if "response_format" in extra and self._takes_schema is None:
+            if (
+                "response_format" in extra
+                and self._takes_schema is None
+                and not _OVERFLOW.search(exc.message)
+            ):
                 raise
             raise self._status_error(exc) from None
         except openai.APITimeoutError:
-            raise ModelError(
-                f"the model at {self.endpoint} did not answer within {self._timeout_s:g} s "
+            raise ModelTimeoutError(
+                f"the model at {self.endpoint} did not answer within {extra['timeout']:.3g} s "
                 f"(tried {self._retries + 1} times; setting llm_timeout_s)"
             ) from None
         except openai.APIConnectionError as exc:
@@ -219,9 +280,13 @@ class LLM:
             raise ModelError(f"calling the model at {self.endpoint} failed: {_short(str(exc))}") from None
 
     def _status_error(self, exc: openai.APIStatusError) -> ModelError:
-        return ModelError(
-            f"the model at {self.endpoint} answered HTTP {exc.status_code}: {_short(exc.message)}"
-        )
+        message = f"the model at {self.endpoint} answered HTTP {exc.status_code}: {_short(exc.message)}"
+        overflow = exc.status_code in (400, 413, 500) and _OVERFLOW.search(exc.message) is not None
+        if overflow:
+            self.limits.overflowed()
+        if overflow or exc.status_code in (400, 413, 422):
+            return ModelRefusedError(message, overflow=overflow)
+        return ModelError(message)
 
     def _reply(self, response: Any, messages: Sequence[Message], purpose: str, top_logprobs: int) -> Reply:
         if not response.choices:
@@ -281,7 +346,8 @@ def ask_until_usable(
         except ValueError as exc:
             problem = str(exc)
             again = f"That answer is not usable: {problem}. Answer again with only the JSON object."
-            asked += [Message("assistant", reply.text[:4_000]), Message("user", again)]
+            # The answer as far as it fits the room the caller kept for asking again.
+            asked += [Message("assistant", reply.text[:1_500]), Message("user", again)]
     raise UnusableAnswer(problem, attempts)
 
 

@@ -26,6 +26,29 @@ _LASTING = re.compile(
 )
 
 
+RULE_WORDS = _LASTING  # the words alone, without a value: what makes a command or a log a rule
+# The same kinds of words beyond English and Spanish — French, German, Portuguese, Italian,
+# Japanese, Korean, Chinese — and a language asked for ("auf Deutsch", "한글로"). Kept apart from
+# _LASTING, which the durable-line classifier was fitted with as one of its signals.
+_LASTING_MORE = re.compile(
+    r"\b(?:toujours|jamais|désormais|dorénavant|à partir de maintenant|on utilise|nous utilisons|"
+    r"je préfère|règle|par défaut|ne plus|parce que|au lieu de|il faut|"
+    r"immer|niemals|ab jetzt|ab sofort|künftig|wir verwenden|wir nutzen|ich bevorzuge|lieber|regel|"
+    r"standardmäßig|nicht mehr|weil|stattdessen|statt|müssen|sollen|"
+    r"sempre|a partir de agora|daqui em diante|usamos|prefiro|preferimos|regra|por padrão|não mais|"
+    r"em vez de|d'ora in poi|usiamo|preferisco|regola|invece di|"
+    r"(?:in|auf|en|em|na) (?:english|englisch|inglés|anglais|inglês|inglese|deutsch|german|alemán|"
+    r"allemand|alemão|français|french|francés|francês|español|spanish|espagnol|espanhol|spagnolo|"
+    r"português|portuguese|portugués|italiano|italian|japanese|korean|chinese))\b"
+    r"|常に|必ず|いつも|今後|これからは|以降は|絶対に|禁止|ルール|方針|日本語で|英語で"
+    r"|항상|절대|앞으로|반드시|규칙|금지|한글로|한국어로|영어로"
+    r"|总是|始终|一律|以后|今后|从现在起|必须|不要|禁止|规则|统一|默认|用中文|用英文",
+    re.IGNORECASE,
+)
+# A person picking one of the options an agent proposed: "B", "A + C", "option 2".
+_PICKS = re.compile(r"^\s*(?:option\s*)?[a-e1-9](?:\s*[,+&/]\s*[a-e1-9])*\s*[.)!]?\s*$", re.IGNORECASE)
+
+
 def states_lasting(text: str, *, bare_numbers: bool = False) -> bool:
     """Words that state something lasting, a version, or a quantity with its unit (or any number,
     with ``bare_numbers``)."""
@@ -37,3 +60,14 @@ def states_lasting(text: str, *, bare_numbers: bool = False) -> bool:
 def is_question(text: str) -> bool:
     """Whether a line ends by asking (its last sentence is a question), in any language."""
     return strip_injected(text).rstrip().endswith(("?", "？"))
+
+
+def states_lasting_anywhere(text: str, *, bare_numbers: bool = False) -> bool:
+    """:func:`states_lasting`, or the same kinds of words in the other languages people write to
+    agents in, or a language asked for."""
+    return states_lasting(text, bare_numbers=bare_numbers) or _LASTING_MORE.search(text) is not None
+
+
+def picks_option(text: str) -> bool:
+    """Whether a line only picks one or more of the options proposed ("B", "A + C", "option 2")."""
+    return _PICKS.match(text) is not None

@@ -33,7 +33,6 @@ from datetime import datetime
 import numpy as np
 
 from mnemo.clock import utc_now
-from mnemo.code.anchors import anchor_distilled
 from mnemo.distill.at_once import JudgementError
 from mnemo.distill.decide import DecisionModel
 from mnemo.distill.durable import Durability
@@ -43,21 +42,24 @@ from mnemo.distill.extract import (
     drafts_from_json,
     drafts_json,
     extract,
-    look_again,
-    states_something,
-    transcript,
+    extraction_stretches,
     worth_extracting,
 )
-from mnemo.distill.judge import THRESHOLD, Action, Judgement, judge, judge_log_row
+from mnemo.distill.gate import anchored, dropped_row, fold_repeats, screen
+from mnemo.distill.judge import THRESHOLD, Action, judge, judge_log_row
 from mnemo.distill.lease import LeaseLostError, WriterLease
 from mnemo.distill.llm import ChatModel
 from mnemo.distill.policy import Approval, is_tool_only
+from mnemo.distill.rails import look_again, states_something
+from mnemo.distill.shown import answered, transcript
+from mnemo.distill.versions import closed, confidence, is_current, is_open, new_memory
 from mnemo.embed import Embedder
-from mnemo.episodes import Episode, Role
+from mnemo.episodes import Episode
+from mnemo.errors import ModelRefusedError, ModelTimeoutError
 from mnemo.index.documents import Vector, memory_document
 from mnemo.index.entities import entity_key
 from mnemo.index.live import RecallEngine
-from mnemo.memories import EntityRef, Memory, Origin
+from mnemo.memories import Memory
 from mnemo.store import Store
 from mnemo.store.distill import Batch, BatchStatus, JudgeLogRow
 from mnemo.vocabulary import MemoryStatus
@@ -65,6 +67,12 @@ from mnemo.vocabulary import MemoryStatus
 logger = logging.getLogger(__name__)
 BATCH_EPISODES = 200
 BATCH_CHARS = 40_000
+MAX_TIMEOUTS = 3  # a batch whose model calls time out this often in a row fails
+
+
+def in_order(episodes: Sequence[Episode]) -> list[Episode]:
+    """A batch's episodes as the conversation went: by turn, then time."""
+    return sorted(episodes, key=lambda e: (e.turn if e.turn is not None else -1, e.time, e.id))
 
 
 def batch_chars(daily_token_cap: int) -> int:
@@ -83,6 +91,7 @@ class BatchResult:
     closed: list[str] = field(default_factory=list)
     merged: list[str] = field(default_factory=list)
     episodes_only: int = 0
+    dropped: int = 0  # drafts that are no memory (mnemo.distill.gate), or repeat another of the batch
     demoted: int = 0
     was_applied_before: bool = False
     quiet: bool = False  # the light pass found nothing durable: no extraction
@@ -116,6 +125,7 @@ class Distiller:
         self._clock = clock
         self._lease = lease
         self._commit = store.put_memories if lease is None else lease.commit  # fenced by the store
+        self._timeouts: dict[str, int] = {}  # batch id → model calls timed out in a row
 
     def recover(self) -> list[BatchResult]:
         """Finish or redo the batches a stopped writer left started."""
@@ -164,35 +174,56 @@ class Distiller:
             (batch.first_received, batch.first_episode),
             (batch.last_received, batch.last_episode),
         )
-        conversation = sorted(episodes, key=lambda e: (e.turn if e.turn is not None else -1, e.time, e.id))
+        conversation = in_order(episodes)
         drafts = drafts_from_json(batch.extraction, batch.id) if batch.extraction else None
-        if (
-            drafts is None
-            and self._decisions.steps is not None
-            and not states_something(conversation, self._durability)
-        ):
-            # A small model's rail: its extraction turns plain commands into memories ("commit the
-            # changes"), and it cannot tell them apart when asked; a rule can, for no model call.
-            logger.info("batch %s: the person only gave plain commands; no extraction", batch.id)
-            self._finish(batch, "done")
-            return BatchResult(batch, quiet=True)
-        if drafts is None and self._light_pass and worth_extracting(self._llm, conversation) < 1 - THRESHOLD:
-            # The light pass: a quiet stretch (test runs, small edits) costs one closed question.
-            logger.info("batch %s: nothing durable by the light pass; no extraction", batch.id)
-            self._finish(batch, "done")
-            return BatchResult(batch, quiet=True)
-        if drafts is None:
-            try:
-                drafts = extract(self._llm, conversation)
-                if self._decisions.steps is not None:  # a small model's rail
-                    drafts = look_again(self._llm, conversation, drafts, self._durability)
-            except ExtractionError as exc:
-                logger.warning("distilling session %s failed: %s", batch.session, exc)
-                self._finish(batch, "failed", error=str(exc))
-                return BatchResult(batch)
-            # Kept before judging: a batch redone (a spent cap, a stop) does not extract twice.
-            batch = replace(batch, extraction=drafts_json(drafts))
-            self._store.put_batch(batch, self._clock())
+        try:
+            if drafts is None:
+                drafts = self._extract(batch, answered(conversation))
+                if drafts is None:
+                    self._finish(batch, "done")
+                    return BatchResult(batch, quiet=True)
+                # Kept before judging: a batch redone (a spent cap, a stop) does not extract twice.
+                batch = replace(batch, extraction=drafts_json(drafts))
+                self._store.put_batch(batch, self._clock())
+            return self._judge(batch, episodes, drafts)
+        except (ExtractionError, JudgementError, ModelRefusedError) as exc:
+            # Asking the same again fails the same way: the batch fails with its reason (its
+            # episodes stay searchable) and the writer moves on.
+            logger.warning("distilling session %s failed: %s", batch.session, exc)
+            self._finish(batch, "failed", error=str(exc))
+            return BatchResult(batch)
+        except ModelTimeoutError as exc:
+            self._timeouts[batch.id] = timeouts = self._timeouts.get(batch.id, 0) + 1
+            if timeouts < MAX_TIMEOUTS:
+                raise  # the loop backs off and redoes it: the server may have been busy
+            logger.warning("distilling session %s failed: %s", batch.session, exc)
+            self._finish(batch, "failed", error=f"{exc} ({timeouts} times)")
+            return BatchResult(batch)
+
+    def _extract(self, batch: Batch, conversation: list[Episode]) -> list[Draft] | None:
+        """The drafts of the stretches worth reading, None when none is."""
+        small = self._decisions.steps is not None
+        chosen = []
+        for stretch in extraction_stretches(self._llm, conversation):
+            if small and not states_something(stretch, self._durability):
+                # A small model's rail: its extraction turns plain commands into memories ("commit
+                # the changes"), and it cannot tell them apart when asked; a rule can, for no call.
+                logger.info("batch %s: the person only gave plain commands in a stretch", batch.id)
+                continue
+            if self._light_pass and worth_extracting(self._llm, stretch) < 1 - THRESHOLD:
+                # The light pass: a quiet stretch (test runs, small edits) costs one closed question.
+                logger.info("batch %s: nothing durable by the light pass in a stretch", batch.id)
+                continue
+            chosen.append(stretch)
+        if not chosen:
+            return None
+        drafts = [draft for stretch in chosen for draft in extract(self._llm, stretch)]
+        if small:  # a small model's rail
+            drafts = look_again(self._llm, conversation, drafts, self._durability)
+        return drafts
+
+    def _judge(self, batch: Batch, episodes: list[Episode], drafts: list[Draft]) -> BatchResult:
+        """Each draft judged against the open memories near it, then the batch's commit."""
         result = BatchResult(batch)
         by_id = {e.id: e for e in episodes}
         pending: dict[str, Memory] = {}  # id → the version this batch will write
@@ -204,9 +235,24 @@ class Distiller:
         log: list[JudgeLogRow] = []
         vectors: dict[str, Vector] = {}
         now = self._clock()
+        conversation = in_order(episodes)
+        drafts, repeated = fold_repeats([anchored(d, conversation) for d in drafts])
         for seq, draft in enumerate(drafts):
             self._renew()
-            memory = self._new_memory(batch, seq, draft, by_id, now)
+            memory = new_memory(batch, seq, draft, by_id, now)
+            cited = [by_id[s] for s in draft.memory.sources]
+            what = draft.memory
+            screening = screen(what.what, what.why, what.how, what.type, cited, self._durability)
+            if seq in repeated or not screening.keeps:
+                # Not a memory (mnemo.distill.gate): it stays in the episodes; the log says why.
+                reason = (
+                    f"repeats draft {repeated[seq]} of the batch" if seq in repeated else screening.reason
+                )
+                log.append(
+                    dropped_row(batch.id, seq, batch.session, batch.namespace, memory.id, draft, reason, now)
+                )
+                result.dropped += 1
+                continue
             vector = None
             if self._embedder is not None:
                 vector = self._embedder.embed_documents([memory_document(memory).text])[0]
@@ -215,14 +261,11 @@ class Distiller:
             )
             found = (latest(i) for i in ids)
             # Candidates too: an equivalent one folds into it and counts as seen again.
-            candidates = [m for m in found if m is not None and _is_open(m)]
-            source = transcript([by_id[s] for s in draft.memory.sources])
-            try:
-                verdict = judge(draft.memory, candidates, source, self._decisions, self._embedder)
-            except JudgementError as exc:  # a model without log-probabilities, answering unusably
-                logger.warning("distilling session %s failed: %s", batch.session, exc)
-                self._finish(batch, "failed", error=str(exc))
-                return BatchResult(batch)
+            candidates = [m for m in found if m is not None and is_open(m)]
+            # The judge picks the fragments of a long source itself (SOURCE_CHARS).
+            source = transcript([by_id[s] for s in draft.memory.sources], tool_chars=4_000)
+            # A model without log-probabilities answering unusably (JudgementError) fails the batch.
+            verdict = judge(draft.memory, candidates, source, self._decisions, self._embedder)
             result.demoted += draft.demoted
             log.append(judge_log_row(batch.id, seq, batch.session, batch.namespace, memory.id, verdict, now))
             if verdict.action is Action.EPISODES_ONLY:
@@ -234,20 +277,20 @@ class Distiller:
                 if target is not None:
                     merged = pending[target.id] = self._merged(target, memory, now)
                     result.merged.append(target.id)
-                    approved = target.status is MemoryStatus.CANDIDATE and _is_current(merged)
+                    approved = target.status is MemoryStatus.CANDIDATE and is_current(merged)
                     replaced = latest(merged.replaces) if approved and merged.replaces else None
-                    if replaced is not None and _is_current(replaced):  # closed at its approval
+                    if replaced is not None and is_current(replaced):  # closed at its approval
                         reason = f"replaced by {merged.id}, {merged.status_reason}"
-                        pending[replaced.id] = _closed(replaced, merged, now, reason)
+                        pending[replaced.id] = closed(replaced, merged, now, reason)
                         result.closed.append(replaced.id)
                 continue
-            memory = memory.model_copy(update={"why": verdict.memory.why, "confidence": _confidence(verdict)})
+            memory = memory.model_copy(update={"why": verdict.memory.why, "confidence": confidence(verdict)})
             status, why = self._approval.status(
                 memory,
                 tool_only=is_tool_only(by_id[s].role for s in memory.sources),
                 refused=draft.refused,
             )
-            closes = [old for old in map(latest, verdict.closes) if old is not None and _is_current(old)]
+            closes = [old for old in map(latest, verdict.closes) if old is not None and is_current(old)]
             if status is MemoryStatus.CANDIDATE and closes:
                 # While it waits for a person the current memory stays current: approving it
                 # closes the one it replaces (review's ``replaces``, auto-approval included; the
@@ -261,7 +304,7 @@ class Distiller:
             if vector is not None:
                 vectors[memory.id] = vector
             for old in closes:
-                pending[old.id] = _closed(old, memory, now, verdict.reason)
+                pending[old.id] = closed(old, memory, now, verdict.reason)
                 result.closed.append(old.id)
         if self._lease is not None:
             self._lease.check()  # a writer that lost the lease stops before it writes
@@ -331,57 +374,3 @@ class Distiller:
     def _finish(self, batch: Batch, status: BatchStatus, *, error: str = "", memories: int = 0) -> None:
         finished = replace(batch, status=status, error=error[:2_000], memories=memories)
         self._store.put_batch(finished, self._clock())
-
-    def _new_memory(
-        self, batch: Batch, seq: int, draft: Draft, by_id: dict[str, Episode], now: datetime
-    ) -> Memory:
-        extracted = draft.memory
-        sources = list(dict.fromkeys(extracted.sources))
-        found = [by_id[s] for s in sources]
-        # A redone batch gives its memories the same ids.
-        memory_id = "mem_" + hashlib.sha256(f"{batch.id}\0{seq}".encode()).hexdigest()[:24]
-        return Memory(
-            id=memory_id,
-            version=1,
-            type=extracted.type,
-            status=MemoryStatus.ACTIVE,
-            namespace=batch.namespace,
-            content=extracted.what,
-            what=extracted.what,
-            who=extracted.who,
-            when=extracted.when,
-            where=extracted.where,
-            why=extracted.why,
-            how=extracted.how,
-            entities=[EntityRef(name=e.name, role=e.role) for e in extracted.entities],
-            sources=sources,
-            has_human_backing=any(by_id[s].role is Role.USER for s in sources),
-            origin=Origin.DISTILLED,
-            created_at=now,
-            updated_at=now,
-            valid_from=max(e.time for e in found),
-            code=anchor_distilled([extracted.what, extracted.where, extracted.how], found),
-        )
-
-
-def _closed(old: Memory, by: Memory, now: datetime, reason: str) -> Memory:
-    """The next version of ``old``, closed by ``by`` from the time ``by`` holds."""
-    update = {"version": old.version + 1, "status": MemoryStatus.CLOSED, "closed_by": by.id}
-    update |= {"valid_to": max(by.valid_from, old.valid_from), "updated_at": now, "status_reason": reason}
-    return old.model_copy(update=update)
-
-
-def _is_current(memory: Memory | None) -> bool:
-    return memory is not None and memory.status is MemoryStatus.ACTIVE
-
-
-def _is_open(memory: Memory | None) -> bool:
-    """Current, or a candidate still waiting for a person."""
-    return memory is not None and memory.status in (MemoryStatus.ACTIVE, MemoryStatus.CANDIDATE)
-
-
-def _confidence(verdict: Judgement) -> float:
-    """The judge's confidence in a new memory: the lower of P(useful) and P(durable)."""
-    about = verdict.about_new
-    asked = [about[q].probabilities.get("yes", 1.0) for q in ("useful", "durable") if q in about]
-    return round(min(asked, default=1.0), 4)

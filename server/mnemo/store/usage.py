@@ -246,3 +246,14 @@ class UsageTables(Tables):
         with self._db.translated("counting memory uses"):
             rows = self._db.query(sql, parameters={"p": person}).result_rows
         return {str(m): int(n) for m, n in rows}
+
+    def injection_counts(self, person: str, since: datetime) -> dict[str, int]:
+        """How many blocks carried each memory to ``person``'s sessions since ``since`` (memories
+        not injected are absent)."""
+        sql = (
+            f"SELECT memory, count() FROM {self._db.final('injections')} WHERE person = {{p:String}} "
+            "AND memory != '' AND at >= {since:DateTime64(3, 'UTC')} GROUP BY memory"
+        )
+        with self._db.translated("counting injections"):
+            rows = self._db.query(sql, parameters={"p": person, "since": as_stored(since)}).result_rows
+        return {str(m): int(n) for m, n in rows}

@@ -1,0 +1,219 @@
+"""The health of a store: what `mnemo audit` finds among its open memories (active, or waiting
+for a person), each finding with the action it calls for (:mod:`mnemo.api.audit`).
+
+- **junk**: a distilled memory that is no memory — by its form a question, a request, a command,
+  a work log, a transient state, something about a session, a host's wrapper text; or naming what
+  none of its sources holds; or resting on tool output alone (the writer's own rules,
+  :mod:`mnemo.distill.gate`, applied to what was stored before them);
+- **duplicate**: two open memories of one namespace that say the same thing: the same words
+  once spacing and case are set aside, or embeddings at a cosine of at least ``SAME_COSINE`` with
+  most of their words shared and no value, version, identifier or negation apart (the judge's
+  guard, :mod:`mnemo.distill.guard`) — the older is kept, the newer folds into it;
+- **superseded**: two current memories of one namespace in the same *frame* — equal once their
+  values (quantities, versions, identifiers, weekdays) are set aside — with different values:
+  the newer states the change, the older is to be closed by it;
+- **code**: a memory whose files changed since it was written and no longer hold what it names
+  (the code check's flag, :mod:`mnemo.daemon.code_checks`): to be read against the code;
+- **unused**: an active memory older than the window that was never injected in it, or was
+  injected ``UNUSED_AFTER`` times or more and never used;
+- **credential**: a memory whose text holds something that looks like a credential.
+
+Detection reads only what it is given (:class:`Evidence`); the daemon gathers it and applies the
+actions (:mod:`mnemo.daemon.auditing`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import numpy as np
+import numpy.typing as npt
+
+from mnemo.api.audit import ACTIONS, Finding, FindingKind
+from mnemo.distill.gate import FORM_WORDS, junk_form, ungrounded
+from mnemo.distill.guard import compare, overlap
+from mnemo.distill.readings import facts
+from mnemo.episodes import Episode, Role
+from mnemo.memories import Memory, Origin
+from mnemo.secrets import find_secrets, redact
+from mnemo.vocabulary import MemoryStatus
+
+SAME_COSINE = 0.92
+SAME_WORDS = 0.6
+UNUSED_AFTER = 3
+_WEEKDAYS = re.compile(
+    r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|lunes|martes|miércoles|miercoles|"
+    r"jueves|viernes|sábado|sabado|domingo)s?\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What the audit reads: open memories, their sources, their usage and code flags."""
+
+    memories: Sequence[Memory]
+    sources: dict[str, Episode]
+    injected: dict[str, int]  # memory id → injections within the window
+    used: dict[str, int]  # memory id → turns that used it (ever)
+    code_flags: dict[str, str]  # memory id → what changed in its code
+    now: datetime
+    days: int
+    # Each memory's neighbours (ids) in its namespace, by the index: candidates for duplicates.
+    neighbours: Callable[[Memory], Sequence[str]] = lambda _m: ()
+    # Unit vectors of texts, for the cosine of two statements (None: words alone decide).
+    embed: Callable[[Sequence[str]], npt.NDArray[np.float32]] | None = None
+    by_id: dict[str, Memory] = field(default_factory=dict)
+
+
+def audit(evidence: Evidence, kinds: Sequence[FindingKind]) -> list[Finding]:
+    """Every finding of ``kinds``, in the order of :data:`mnemo.api.audit.FINDING_KINDS`."""
+    found: list[Finding] = []
+    detectors = {"junk": _junk, "duplicate": _duplicates, "superseded": _superseded,
+                 "code": _code, "unused": _unused, "credential": _credentials}  # fmt: skip
+    for kind in kinds:
+        found += detectors[kind](evidence)
+    return found
+
+
+def _finding(kind: FindingKind, memories: Sequence[Memory], reason: str) -> Finding:
+    texts = [m.what or m.content for m in memories]
+    return Finding(
+        kind=kind,
+        memories=[m.id for m in memories],
+        texts=[redact(t) for t in texts] if kind == "credential" else texts,  # never shown again
+        statuses=[m.status.value for m in memories],
+        namespace=memories[0].namespace,
+        reason=reason,
+        action=ACTIONS[kind],
+    )
+
+
+def junk_reason(memory: Memory, sources: Sequence[Episode]) -> str:
+    """Why a distilled memory is likely junk ('' when it is not)."""
+    form = junk_form(memory.what or memory.content, memory.why, memory.how)
+    if form:
+        return f"reads as {FORM_WORDS[form]}"
+    if sources and all(e.role == Role.TOOL for e in sources):
+        return "rests on tool output alone"
+    missing = ungrounded(memory.what or memory.content, [e.text for e in sources]) if sources else []
+    if missing:
+        return f"names what none of its sources holds: {', '.join(missing[:3])}"
+    return ""
+
+
+def _junk(evidence: Evidence) -> list[Finding]:
+    found = []
+    for memory in evidence.memories:
+        if memory.origin is not Origin.DISTILLED:  # a person's own words (remember, keep, files)
+            continue
+        reason = junk_reason(memory, [evidence.sources[s] for s in memory.sources if s in evidence.sources])
+        if reason:
+            found.append(_finding("junk", [memory], reason))
+    return found
+
+
+def _normal(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+def _duplicates(evidence: Evidence) -> list[Finding]:
+    by_id = evidence.by_id or {m.id: m for m in evidence.memories}
+    pairs: dict[tuple[str, str], tuple[Memory, Memory]] = {}
+    for memory in evidence.memories:
+        for other_id in evidence.neighbours(memory):
+            other = by_id.get(other_id)
+            if other is None or other.id == memory.id or other.namespace != memory.namespace:
+                continue
+            first, second = sorted((memory, other), key=lambda m: (m.created_at, m.id))
+            pairs.setdefault((first.id, second.id), (first, second))
+    candidates = list(pairs.values())
+    texts = [(a.what or a.content, b.what or b.content) for a, b in candidates]
+    cosines = [1.0] * len(candidates)
+    if evidence.embed is not None and candidates:
+        left = evidence.embed([a for a, _ in texts])
+        right = evidence.embed([b for _, b in texts])
+        cosines = [float(x) for x in np.sum(left * right, axis=1)]
+    found = []
+    for (first, second), (a, b), cosine in zip(candidates, texts, cosines, strict=True):
+        if _normal(a) == _normal(b):
+            found.append(_finding("duplicate", [first, second], "the same statement"))
+        elif cosine >= SAME_COSINE and overlap(a, b) >= SAME_WORDS and not compare(a, b).blocks:
+            reason = f"the same statement in other words (cosine {cosine:.2f}, no value apart)"
+            found.append(_finding("duplicate", [first, second], reason))
+    return found
+
+
+def frame(text: str) -> str:
+    """``text`` with its values set aside: what two statements of one thing at different values share."""
+    values = facts(text)
+    shown = text.lower()
+    for kind in ("quantity", "version", "identifier"):
+        for value in values[kind]:
+            shown = shown.replace(value.split(":", 1)[-1].lower(), " ")
+    shown = _WEEKDAYS.sub(" ", shown)
+    shown = re.sub(r"\d+(?:[.,]\d+)?", " ", shown)
+    return _normal(shown)
+
+
+def _values(text: str) -> set[str]:
+    found = facts(text)
+    values = {v for kind in ("quantity", "version", "identifier") for v in found[kind]}
+    return values | {d.lower().rstrip("s") for d in _WEEKDAYS.findall(text)}
+
+
+def _superseded(evidence: Evidence) -> list[Finding]:
+    groups: dict[tuple[str, str], list[Memory]] = {}
+    for memory in evidence.memories:
+        if memory.status is MemoryStatus.ACTIVE:
+            key = (memory.namespace, frame(memory.what or memory.content))
+            if len(key[1].split()) >= 3:  # a frame of a word or two says nothing
+                groups.setdefault(key, []).append(memory)
+    found = []
+    for group in groups.values():
+        ordered = sorted(group, key=lambda m: (m.valid_from, m.created_at, m.id))
+        newest = ordered[-1]
+        for older in ordered[:-1]:
+            if _values(older.what or older.content) != _values(newest.what or newest.content):
+                reason = f"the newer ({newest.valid_from:%Y-%m-%d}) states another value of the same thing"
+                found.append(_finding("superseded", [newest, older], reason))
+    return found
+
+
+def _code(evidence: Evidence) -> list[Finding]:
+    return [
+        _finding("code", [m], f"its code changed: {evidence.code_flags[m.id]}")
+        for m in evidence.memories
+        if m.id in evidence.code_flags
+    ]
+
+
+def _unused(evidence: Evidence) -> list[Finding]:
+    since = evidence.now - timedelta(days=evidence.days)
+    found = []
+    for memory in evidence.memories:
+        if memory.status is not MemoryStatus.ACTIVE or memory.created_at > since:
+            continue
+        injected = evidence.injected.get(memory.id, 0)
+        if evidence.used.get(memory.id, 0):
+            continue
+        if not injected:
+            found.append(_finding("unused", [memory], f"never injected in {evidence.days} days"))
+        elif injected >= UNUSED_AFTER:
+            reason = f"injected {injected} times in {evidence.days} days and never used"
+            found.append(_finding("unused", [memory], reason))
+    return found
+
+
+def _credentials(evidence: Evidence) -> list[Finding]:
+    found = []
+    for memory in evidence.memories:
+        text = "\n".join((memory.content, memory.what, memory.why, memory.how))
+        secrets = find_secrets(text)
+        if secrets:
+            kinds = sorted({s.kind for s in secrets})
+            found.append(_finding("credential", [memory], f"looks like a credential ({', '.join(kinds)})"))
+    return found

@@ -1,0 +1,154 @@
+"""What may become a memory at all (mnemo.distill.gate): the forms that are no memory, a what
+grounded in what it cites, a decision that rests on a person's choice, a draft that only answers
+what the person asked, and a batch's repeated drafts folded into one — in the writer, through the
+real store and the scripted model server."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from mnemo.distill.decide import DecisionModel
+from mnemo.distill.extract import Draft, ExtractedMemory
+from mnemo.distill.gate import fold_repeats, junk_form, screen, ungrounded
+from mnemo.distill.llm import LLM
+from mnemo.distill.meter import TokenMeter
+from mnemo.distill.writer import Distiller
+from mnemo.episodes import Episode, EpisodeIn, EpisodeIntake, Role
+from mnemo.index.live import RecallEngine
+from mnemo.secrets import SecretRedactor
+from mnemo.store import ClickHouseStore
+from mnemo.vocabulary import MemoryType
+from tests.helpers import UNRELATED, Home, record_turns, yes_with
+from tests.llm_server import LLMServer
+
+INTAKE = EpisodeIntake(max_chars=100_000, default_namespace="workspace:shop", redactor=SecretRedactor())
+
+
+def _said(text: str, role: Role = Role.USER, episode_id: str = "e1") -> Episode:
+    return INTAKE.accept(EpisodeIn(id=episode_id, text=text, role=role))
+
+
+@pytest.mark.parametrize(
+    ("what", "kind"),
+    [
+        ("Create a GitHub repository for the project", "command"),
+        ("Push the changes to the remote repository", "command"),
+        ("Add Teams keybinding", "command"),
+        ("Update Ruby version to 3.4.5", "command"),
+        ("Added the remote origin to the local repository", "work log"),
+        ("All tests pass now", "work log"),
+        ("Should I switch to a monorepo?", "question"),
+        ("The user wants to create a repository on GitHub", "request"),
+        ("To perform a search for opportunities using the provided query parameters", "request"),
+        ("The user opened the file Untitled-2 in the IDE", "wrapper text"),
+        ("The user ran the test suite in the terminal", "session event"),
+        ("The project is in the design phase", "transient state"),
+        ("I must call the StructuredOutput tool", "wrapper text"),
+    ],
+)
+def test_a_what_that_is_no_memory_by_its_form_is_named_so(what: str, kind: str) -> None:
+    assert junk_form(what) == kind
+
+
+@pytest.mark.parametrize(
+    "what",
+    [
+        "Run the linter before every push",
+        "Always use pnpm instead of npm",
+        "Persistence sits behind a repository interface so the storage can be swapped",
+        "Teams is installed as a PWA",
+        "The keybindings live in .config/hypr/bindings.conf",
+        "The person prefers answers in French",
+        "Deploys go out on Thursdays because QA tests on Wednesday",
+        "The API and the web app share one backend",
+    ],
+)
+def test_a_memory_by_its_form_is_not_named_junk(what: str) -> None:
+    assert junk_form(what) == ""
+
+
+def test_a_what_must_name_only_what_its_sources_hold() -> None:
+    sources = ["the keybindings file is .config/hypr/bindings.conf, Teams is a PWA"]
+    assert ungrounded("Keybindings live in .config/hypr/bindings.conf", sources) == []
+    assert ungrounded("Keybindings live in bindings.conf", sources) == []  # the base name is held
+    assert ungrounded("Keybindings live in ~/.config/sway/config.toml", sources) == [
+        "~/.config/sway/config.toml"
+    ]
+    assert ungrounded("Node is pinned at v20.11", ["we pin node 18"]) == ["20.11"]  # the version read
+
+
+def test_a_draft_is_screened_by_what_it_cites() -> None:
+    fact, decision = MemoryType.FACT, MemoryType.DECISION
+    tool = _said("cat README\nThe service listens on 8080", Role.TOOL)
+    assert screen("The service listens on 8080", "", "", fact, [tool]).reason == "rests on tool output alone"
+    asked = _said("should I switch to a monorepo? they share the same backend?")
+    answered = screen(
+        "The apps share one backend", "", "", fact, [asked, _said("Yes.", Role.ASSISTANT, "e2")]
+    )
+    assert answered.reason == "answers what the person asked: the person stated nothing"
+    stated = _said("they share the same backend, so keep them in one repo")
+    assert screen("The apps share one backend", "", "", fact, [stated]).keeps
+    command = _said("convert this query to rails console code for the users")
+    verdict = screen("Rails console code queries the users table", "", "", decision, [command])
+    assert verdict.reason.startswith("restates what the person asked for") or "chooses" in verdict.reason
+    chosen = _said("let's go with option B, the queue stays in Postgres")
+    assert screen("The queue stays in Postgres", "", "", decision, [chosen]).keeps
+
+
+def _draft(what: str, *sources: str) -> Draft:
+    return Draft(ExtractedMemory(type=MemoryType.DECISION, what=what, sources=list(sources)), True, False)
+
+
+def test_a_batchs_repeated_drafts_fold_into_the_first_with_their_sources() -> None:
+    drafts = [
+        _draft("Persistence sits behind a Strategy pattern", "e1"),
+        _draft("The cache lives in Redis", "e2"),
+        _draft("Persistence sits behind a Strategy pattern.", "e3"),
+        _draft("The cache TTL is 300 s", "e4"),
+        _draft("The cache TTL is 600 s", "e5"),  # another value: not a repeat
+    ]
+    kept, repeated = fold_repeats(drafts)
+    assert repeated == {2: 0}
+    assert kept[0].memory.sources == ["e1", "e3"]
+
+
+def test_the_writer_drops_what_is_no_memory_and_logs_why(
+    home: Home, llm_server: LLMServer, store: ClickHouseStore
+) -> None:
+    """The 3-turn chore of a real session (create a repo, add the remote, push) proposed as four
+    decisions, and one lasting fact beside them, proposed twice: one memory is written; the judge
+    log says why each other draft was dropped."""
+    turns = [
+        (Role.USER, "create a github repo on my account for this project and add the remote"),
+        (Role.ASSISTANT, "Created ana/shop and added it as origin."),
+        (Role.USER, "push it. btw the web app and the API share the same backend, keep that in mind"),
+        (Role.ASSISTANT, "Pushed main to origin."),
+    ]
+    record_turns(store, "chore", turns, datetime(2026, 3, 2, tzinfo=UTC))
+    drafts = [
+        {"type": "decision", "what": "Create a GitHub repository for the project", "sources": ["chore-0"]},
+        {"type": "decision", "what": "Add the remote origin to the local repository", "sources": ["chore-0"]},
+        {"type": "decision", "what": "Push the changes to the remote repository", "sources": ["chore-2"]},
+        {"type": "fact", "what": "The web app and the API share the same backend", "sources": ["chore-2"]},
+        {"type": "fact", "what": "The web app and the API share the same backend.", "sources": ["chore-2"]},
+    ]
+    llm_server.answer(contains="Transcript:", text=json.dumps({"memories": drafts}))
+    for question in ("help a later conversation", "still be true in a month", "back the NEW memory's why"):
+        llm_server.answer(contains=question, choices=yes_with(0.95))
+    llm_server.answer(contains="How does the NEW memory relate", choices=UNRELATED)
+    settings = home.with_env(MNEMO_LLM_URL=llm_server.url, MNEMO_LLM_MODEL="scripted-1").settings
+    llm = LLM(settings, TokenMeter(store, 0))
+    [result] = Distiller(store, RecallEngine(None), llm, DecisionModel(llm, settings)).distil_session("chore")
+    assert result.dropped == 4 and len(result.added) == 1
+    [kept] = [m for m in store.memories_page("", 10)]
+    assert kept.what == "The web app and the API share the same backend"
+    reasons = sorted(r.reason for r in store.judge_log(20, session="chore") if r.action == "dropped")
+    assert reasons == [
+        "reads as a command to do something now",
+        "reads as a command to do something now",
+        "reads as a command to do something now",
+        "repeats draft 3 of the batch",
+    ]

@@ -1,0 +1,256 @@
+"""Scores a run of tools/eval_real_sessions.py against the labels of tests/data/real_sessions.
+
+    python tools/score_real_sessions.py RUN.json [--judged JUDGED.json] [--regate] [--json] [--show]
+
+What the labellers marked worth remembering is matched to what the writer left (active or
+waiting) by meaning: a memory answers a label when their *what* embed at a cosine of at least
+``MATCH_COSINE`` (the USE embedder) or share half their words, each label and memory matched
+once, best pairs first. Without ``--judged``, a memory that answers no label counts as junk — a
+proxy, which counts against the writer whatever a label missed. With ``--judged`` (a file of
+verdicts by a helper who read each session, its labels and what the writer left: for each memory
+id ``{"verdict": "worth" | "junk", "grounded": true | false}``), junk and grounding are theirs.
+
+``--regate`` applies today's rules of what may become a memory (:mod:`mnemo.distill.gate`) to what
+the run left, as if the writer had applied them before the judge (the episodes each memory cites
+read again from the transcripts): what they drop is left out of every figure and counted apart.
+It replays a run made before a rule changed without asking the model again; what the judge would
+have done differently without the dropped drafts is not replayed.
+
+Figures: active junk per 10 sessions; of the labels, the share answered by an active or waiting
+memory, and with the right type (strict; and by kind: fact/state/event, decision/preference/
+procedure/pattern, postmortem); candidates per session (median) and junk candidates per 5
+sessions; active memories copying a host's wrapper text; active pairs that say the same thing;
+sessions that failed or raised; the model's time per session.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mnemo import transcripts
+from mnemo.config import load_settings
+from mnemo.distill.durable import Durability
+from mnemo.distill.extract import Draft, ExtractedMemory
+from mnemo.distill.gate import anchored, fold_repeats, screen
+from mnemo.distill.guard import overlap
+from mnemo.embed import load_embedder
+from mnemo.episodes import Episode, EpisodeIntake
+from mnemo.importing.transcripts import transcript_episodes
+from mnemo.secrets import SecretRedactor
+from mnemo.vocabulary import MemoryType
+from real_sessions import DEFAULT_DIR, manifest, raw_path
+
+REPO = Path(__file__).resolve().parent.parent
+LABELS = REPO / "tests" / "data" / "real_sessions" / "labels"
+MATCH_COSINE = 0.6
+SAME_COSINE = 0.92  # two active memories this close say the same thing
+KINDS = {"fact": "fact", "state": "fact", "event": "fact", "decision": "rule", "preference": "rule",
+         "procedure": "rule", "pattern": "rule", "postmortem": "postmortem"}  # fmt: skip
+WRAPPERS = re.compile(
+    r"user (?:selected|opened) (?:the )?(?:lines|file)|may or may not be related to the current task|"
+    r"StructuredOutput|<ide_|<bash-|<command-|<system-reminder|environment_context|"
+    r"My request for Codex|You \*\*MUST\*\* consider the user input",
+    re.IGNORECASE,
+)
+
+
+def labels_of(session_id: str, labels_dir: Path) -> dict[str, Any] | None:
+    path = labels_dir / (session_id.replace("/", "__") + ".json")
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+class Matcher:
+    def __init__(self) -> None:
+        settings = load_settings({"MNEMO_HOME": "/tmp/mnemo-score", "MNEMO_EMBEDDER": "use-multilingual-v3"})
+        embedder = load_embedder(settings)
+        assert embedder is not None
+        self._embedder = embedder
+        self.durability = Durability.for_embedder(embedder)
+
+    def pairs(self, labels: list[str], memories: list[str]) -> list[tuple[int, int, float]]:
+        """(label, memory, score) matched one to one, best first."""
+        if not labels or not memories:
+            return []
+        a = self._embedder.embed_documents(labels).astype(np.float64)
+        b = self._embedder.embed_documents(memories).astype(np.float64)
+        a /= np.linalg.norm(a, axis=1, keepdims=True)
+        b /= np.linalg.norm(b, axis=1, keepdims=True)
+        cos = a @ b.T
+        scored = []
+        for i, label in enumerate(labels):
+            for j, memory in enumerate(memories):
+                score = max(float(cos[i, j]), overlap(label, memory) - 0.1 + MATCH_COSINE - 0.4)
+                if cos[i, j] >= MATCH_COSINE or overlap(label, memory) >= 0.5:
+                    scored.append((i, j, score))
+        used_l, used_m, found = set(), set(), []
+        for i, j, score in sorted(scored, key=lambda t: -t[2]):
+            if i not in used_l and j not in used_m:
+                used_l.add(i)
+                used_m.add(j)
+                found.append((i, j, score))
+        return found
+
+    def same(self, memories: list[str]) -> int:
+        """Pairs among ``memories`` that say the same thing."""
+        if len(memories) < 2:
+            return 0
+        v = self._embedder.embed_documents(memories).astype(np.float64)
+        v /= np.linalg.norm(v, axis=1, keepdims=True)
+        cos = v @ v.T
+        norm = [" ".join(m.lower().split()) for m in memories]
+        return sum(
+            1
+            for i in range(len(memories))
+            for j in range(i + 1, len(memories))
+            if cos[i, j] >= SAME_COSINE or norm[i] == norm[j]
+        )
+
+
+def episodes_of(session_id: str, root: Path) -> dict[str, Episode]:
+    """The episodes `mnemo import` makes of a session's transcript, by id."""
+    row = next(r for r in manifest() if r["id"] == session_id)
+    transcript = transcripts.read(row["host"], raw_path(root, row))
+    intake = EpisodeIntake(max_chars=100_000, default_namespace="workspace:eval", redactor=SecretRedactor())
+    return {e.id: intake.accept(e) for e in transcript_episodes(transcript, "eval", 100_000)}
+
+
+def regated(session: dict[str, Any], matcher: Matcher, root: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """The session's memories (and the drafts the run's gate dropped, taken as the judge would
+    have added them) today's gate keeps, and why each other one is dropped: their sources
+    anchored, repeats folded, then screened, as the writer does."""
+    episodes = episodes_of(session["id"], root)
+    conversation = list(episodes.values())
+    memories = [{**d, "status": "active"} if d["status"] == "dropped" else d for d in session["memories"]]
+    drafts = []
+    for memory in memories:
+        extracted = ExtractedMemory(type=MemoryType(memory["type"]), what=memory["what"], why=memory["why"],
+                                    how=memory["how"], sources=memory["sources"] or ["-"])  # fmt: skip
+        drafts.append(anchored(Draft(extracted, False, False), conversation))
+    drafts, repeated = fold_repeats(drafts)
+    kept, dropped = [], []
+    for at, (memory, draft) in enumerate(zip(memories, drafts, strict=True)):
+        cited = [episodes[s] for s in draft.memory.sources if s in episodes]
+        kind = MemoryType(memory["type"])
+        verdict = screen(memory["what"], memory["why"], memory["how"], kind, cited, matcher.durability)
+        if at in repeated:
+            dropped.append(f"{memory['what'][:90]} — repeats {repeated[at]}")
+        elif verdict.keeps:
+            kept.append(memory)
+        else:
+            dropped.append(f"{memory['what'][:90]} — {verdict.reason}")
+    return kept, dropped
+
+
+def score(
+    run: dict[str, Any],
+    labels_dir: Path,
+    judged: dict[str, Any] | None,
+    show: bool,
+    regate: Path | None = None,
+) -> dict[str, Any]:
+    matcher = Matcher()
+    totals: dict[str, Any] = {"sessions": 0, "unlabelled": 0, "active": 0, "waiting": 0, "active_junk": 0,
+                              "waiting_junk": 0, "labels": 0, "answered": 0, "answered_type": 0,
+                              "answered_kind": 0, "wrapper_copies": 0, "same_pairs": 0, "ungrounded": 0,
+                              "failed_sessions": 0, "raised": 0}  # fmt: skip
+    seconds, waiting_counts = [], []
+    for session in run["sessions"]:
+        labelled = labels_of(session["id"], labels_dir)
+        if labelled is None:
+            totals["unlabelled"] += 1
+            continue
+        totals["sessions"] += 1
+        worth = labelled.get("worth", [])
+        if regate is not None:
+            memories, dropped = regated(session, matcher, regate)
+            for line in dropped if show else []:
+                print(f"  {session['id'][:50]} DROPPED {line}")
+        else:
+            memories = [m for m in session["memories"] if m["status"] != "dropped"]
+            dropped = [m["what"] for m in session["memories"] if m["status"] == "dropped"]
+        totals["dropped"] = totals.get("dropped", 0) + len(dropped)
+        active = [m for m in memories if m["status"] == "active"]
+        waiting = [m for m in memories if m["status"] == "candidate"]
+        totals["active"] += len(active)
+        totals["waiting"] += len(waiting)
+        waiting_counts.append(len(waiting))
+        seconds.append(session["seconds"])
+        totals["failed_sessions"] += bool(session["failed_batches"])
+        totals["raised"] += bool(session["error"])
+        matched = matcher.pairs([w["what"] for w in worth], [m["what"] for m in memories])
+        by_memory = {j: i for i, j, _ in matched}
+        totals["labels"] += len(worth)
+        totals["answered"] += len(matched)
+        totals["answered_type"] += sum(worth[i]["type"] == memories[j]["type"] for i, j, _ in matched)
+        totals["answered_kind"] += sum(
+            KINDS.get(worth[i]["type"]) == KINDS.get(memories[j]["type"]) for i, j, _ in matched
+        )
+        for j, memory in enumerate(memories):
+            verdict = (judged or {}).get(memory["id"])
+            junk = verdict["verdict"] == "junk" if verdict else j not in by_memory
+            key = "active_junk" if memory["status"] == "active" else "waiting_junk"
+            totals[key] += junk
+            if memory["status"] == "active":
+                totals["wrapper_copies"] += bool(WRAPPERS.search(" ".join((memory["what"], memory["why"]))))
+                totals["ungrounded"] += bool(verdict and not verdict.get("grounded", True))
+            if show:
+                mark = "JUNK" if junk else f"~ {worth[by_memory[j]]['what'][:70]}" if j in by_memory else "ok"
+                head = f"  {session['id'][:50]} [{memory['status'][:4]} {memory['type']}]"
+                print(f"{head} {memory['what'][:90]}  → {mark}")
+        totals["same_pairs"] += matcher.same([m["what"] for m in active])
+        if show:
+            for i, w in enumerate(worth):
+                if i not in {i for i, _, _ in matched}:
+                    print(f"  {session['id'][:50]} MISSED [{w['type']}] {w['what'][:100]}")
+    n = max(1, totals["sessions"])
+    figures = {
+        **totals,
+        "active_junk_per_10_sessions": round(10 * totals["active_junk"] / n, 2),
+        "waiting_junk_per_5_sessions": round(5 * totals["waiting_junk"] / n, 2),
+        "waiting_per_session_median": statistics.median(waiting_counts) if waiting_counts else 0,
+        "labels_answered": round(totals["answered"] / max(1, totals["labels"]), 3),
+        "labels_answered_right_type": round(totals["answered_type"] / max(1, totals["labels"]), 3),
+        "labels_answered_right_kind": round(totals["answered_kind"] / max(1, totals["labels"]), 3),
+        "seconds_median": statistics.median(seconds) if seconds else 0,
+        "seconds_p95": sorted(seconds)[int(0.95 * (len(seconds) - 1))] if seconds else 0,
+        "seconds_max": max(seconds, default=0),
+        "junk_by": "judged" if judged else "unmatched (proxy)",
+    }
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("run", type=Path)
+    parser.add_argument("--labels", type=Path, help="the labels' folder (default: the run's part's)")
+    parser.add_argument("--judged", type=Path, help="a helper's verdicts on each memory")
+    parser.add_argument("--show", action="store_true", help="print each memory and missed label")
+    parser.add_argument("--regate", action="store_true", help="apply today's gate to what the run left")
+    parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="where real_sessions.py restored raw/")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    run = json.loads(args.run.read_text())
+    labels_dir = args.labels or LABELS / run["part"]
+    judged = json.loads(args.judged.read_text()) if args.judged else None
+    figures = score(run, labels_dir, judged, args.show, args.dir if args.regate else None)
+    if args.json:
+        print(json.dumps(figures, indent=1))
+        return
+    for key, value in figures.items():
+        print(f"{key:32} {value}")
+    if figures["unlabelled"]:
+        print(f"({figures['unlabelled']} sessions of the run have no labels)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
