@@ -176,10 +176,11 @@ class ScenarioRun:
             print(f"     cites turns {cited}")
             print(f"     {entry.reason}")
             about = ", ".join(
-                f"{q} {d['probabilities'].get('yes', 0):.2f}" for q, d in detail["about_new"].items()
+                f"{q} {d['probabilities'].get('yes', 0):.2f}" for q, d in detail.get("about_new", {}).items()
             )
-            print(f"     P(yes): {about}")
-            for c in detail["comparisons"]:
+            if about:  # a dropped draft was never judged
+                print(f"     P(yes): {about}")
+            for c in detail.get("comparisons", []):
                 p = ", ".join(f"{k} {v:.2f}" for k, v in c["relation"]["probabilities"].items())
                 guard = f"; guard: {'; '.join(c['guard'])}" if c["guard"] else ""
                 apart = "; too far apart to close" if c.get("apart") else ""

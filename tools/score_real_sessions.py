@@ -6,9 +6,11 @@ What the labellers marked worth remembering is matched to what the writer left (
 waiting) by meaning: a memory answers a label when their *what* embed at a cosine of at least
 ``MATCH_COSINE`` (the USE embedder) or share half their words, each label and memory matched
 once, best pairs first. Without ``--judged``, a memory that answers no label counts as junk — a
-proxy, which counts against the writer whatever a label missed. With ``--judged`` (a file of
-verdicts by a helper who read each session, its labels and what the writer left: for each memory
-id ``{"verdict": "worth" | "junk", "grounded": true | false}``), junk and grounding are theirs.
+proxy, which counts against the writer whatever a label missed. With ``--judged`` (verdicts by a
+helper who read each session, its labels and what the writer left, per session id:
+``{"memories": {memory id: {"verdict": "worth" | "junk", "grounded": true | false}},
+"labels": {label index: memory id}}``), junk, grounding and which memory answers which label
+are theirs.
 
 ``--regate`` applies today's rules of what may become a memory (:mod:`mnemo.distill.gate`) to what
 the run left, as if the writer had applied them before the judge (the episodes each memory cites
@@ -162,6 +164,7 @@ def score(
                               "answered_kind": 0, "wrapper_copies": 0, "same_pairs": 0, "ungrounded": 0,
                               "failed_sessions": 0, "raised": 0}  # fmt: skip
     seconds, waiting_counts = [], []
+    by_host: dict[str, dict[str, int]] = {}
     for session in run["sessions"]:
         labelled = labels_of(session["id"], labels_dir)
         if labelled is None:
@@ -185,7 +188,13 @@ def score(
         seconds.append(session["seconds"])
         totals["failed_sessions"] += bool(session["failed_batches"])
         totals["raised"] += bool(session["error"])
-        matched = matcher.pairs([w["what"] for w in worth], [m["what"] for m in memories])
+        verdicts = (judged or {}).get(session["id"])
+        if verdicts is not None:  # a helper's reading: which memory answers which label
+            index = {m["id"]: j for j, m in enumerate(memories)}
+            labels = verdicts.get("labels", {})
+            matched = [(int(i), index[m], 1.0) for i, m in labels.items() if m in index]
+        else:
+            matched = matcher.pairs([w["what"] for w in worth], [m["what"] for m in memories])
         by_memory = {j: i for i, j, _ in matched}
         totals["labels"] += len(worth)
         totals["answered"] += len(matched)
@@ -193,11 +202,13 @@ def score(
         totals["answered_kind"] += sum(
             KINDS.get(worth[i]["type"]) == KINDS.get(memories[j]["type"]) for i, j, _ in matched
         )
+        junk_active = 0
         for j, memory in enumerate(memories):
-            verdict = (judged or {}).get(memory["id"])
+            verdict = (verdicts or {}).get("memories", {}).get(memory["id"])
             junk = verdict["verdict"] == "junk" if verdict else j not in by_memory
             key = "active_junk" if memory["status"] == "active" else "waiting_junk"
             totals[key] += junk
+            junk_active += junk and memory["status"] == "active"
             if memory["status"] == "active":
                 totals["wrapper_copies"] += bool(WRAPPERS.search(" ".join((memory["what"], memory["why"]))))
                 totals["ungrounded"] += bool(verdict and not verdict.get("grounded", True))
@@ -206,6 +217,13 @@ def score(
                 head = f"  {session['id'][:50]} [{memory['status'][:4]} {memory['type']}]"
                 print(f"{head} {memory['what'][:90]}  → {mark}")
         totals["same_pairs"] += matcher.same([m["what"] for m in active])
+        host = by_host.setdefault(session["host"], {"sessions": 0, "active": 0, "active_junk": 0, "labels": 0,
+                                                    "answered": 0})  # fmt: skip
+        host["sessions"] += 1
+        host["active"] += len(active)
+        host["labels"] += len(worth)
+        host["answered"] += len(matched)
+        host["active_junk"] += junk_active
         if show:
             for i, w in enumerate(worth):
                 if i not in {i for i, _, _ in matched}:
@@ -223,8 +241,33 @@ def score(
         "seconds_p95": sorted(seconds)[int(0.95 * (len(seconds) - 1))] if seconds else 0,
         "seconds_max": max(seconds, default=0),
         "junk_by": "judged" if judged else "unmatched (proxy)",
+        "by_host": by_host,
     }
     return figures
+
+
+def read_judged(path: Path) -> dict[str, Any]:
+    """Verdicts by session id: a JSON file of them, or a folder of one file a session."""
+    if path.is_file():
+        found: dict[str, Any] = json.loads(path.read_text())
+        return found
+    return {(d := json.loads(f.read_text()))["id"]: d for f in sorted(path.glob("*.json"))}
+
+
+def write_packets(run: dict[str, Any], out: Path, regate: Path | None) -> None:
+    """Per session, the memories the run left (after today's gate with ``regate``), for a judge."""
+    out.mkdir(parents=True, exist_ok=True)
+    matcher = Matcher() if regate is not None else None
+    for session in run["sessions"]:
+        if regate is not None and matcher is not None:
+            memories, _ = regated(session, matcher, regate)
+        else:
+            memories = [m for m in session["memories"] if m["status"] != "dropped"]
+        shown = [{k: m[k] for k in ("id", "status", "type", "what", "why", "how")} for m in memories]
+        packet = {"id": session["id"], "memories": shown}
+        (out / (session["id"].replace("/", "__") + ".json")).write_text(
+            json.dumps(packet, ensure_ascii=False, indent=1)
+        )
 
 
 def main() -> None:
@@ -233,7 +276,10 @@ def main() -> None:
     )
     parser.add_argument("run", type=Path)
     parser.add_argument("--labels", type=Path, help="the labels' folder (default: the run's part's)")
-    parser.add_argument("--judged", type=Path, help="a helper's verdicts on each memory")
+    parser.add_argument(
+        "--judged", type=Path, help="a helper's verdicts: a JSON file, or a folder of one file a session"
+    )
+    parser.add_argument("--packets", type=Path, help="write, per session, what a judging helper reads")
     parser.add_argument("--show", action="store_true", help="print each memory and missed label")
     parser.add_argument("--regate", action="store_true", help="apply today's gate to what the run left")
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="where real_sessions.py restored raw/")
@@ -241,7 +287,10 @@ def main() -> None:
     args = parser.parse_args()
     run = json.loads(args.run.read_text())
     labels_dir = args.labels or LABELS / run["part"]
-    judged = json.loads(args.judged.read_text()) if args.judged else None
+    judged = read_judged(args.judged) if args.judged else None
+    if args.packets:
+        write_packets(run, args.packets, args.dir if args.regate else None)
+        return
     figures = score(run, labels_dir, judged, args.show, args.dir if args.regate else None)
     if args.json:
         print(json.dumps(figures, indent=1))

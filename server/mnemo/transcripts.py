@@ -40,7 +40,7 @@ from typing import Any
 
 from mnemo.clock import as_stored
 from mnemo.jsonread import read_json
-from mnemo.typed import is_host_message, shell_run, typed
+from mnemo.typed import is_host_message, is_template, shell_run, typed
 
 TASK_NOTIFICATION = "<task-notification>"
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._:\-/]")
@@ -98,11 +98,12 @@ PERSON_SHELL = "shell (run by the person)"  # a tool result's name for a command
 
 def is_person_prompt(text: str) -> bool:
     """Whether a user line is a prompt of the person's (what the hooks count as a turn): neither
-    the host's own message nor a shell command's run, with words of the person's in it."""
+    the host's own message nor a shell command's run, with words of the person's in it — or a
+    command's template they ran, with or without words (its turn has no prompt episode then)."""
     stripped = text.lstrip()
     if not stripped or stripped.startswith(_NOT_PROMPTS) or is_host_message(stripped):
         return False
-    return shell_run(stripped) is None and bool(typed(stripped))
+    return shell_run(stripped) is None and (bool(typed(stripped)) or is_template(stripped))
 
 
 def is_mnemo_tool(name: str) -> bool:

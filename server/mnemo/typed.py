@@ -10,7 +10,8 @@ their question, so the rest must not pass for it.
   host adds (``<system-reminder>``), and a command's file expanded into the prompt (spec-kit's
   "## User Input ```text …``` You **MUST** consider the user input…"; a file with YAML front
   matter, the form of Claude Code's commands and Codex's prompts, with its "User input:"), of which
-  only the input is the person's; a template with no input is the command alone.
+  only the input is the person's; a template with no input is a turn with no words of the
+  person's (:func:`is_template`).
 - **The host's own messages** are no prompt at all (:func:`is_host_message`): Codex's
   ``<environment_context>`` and ``<user_instructions>``, an AGENTS.md's text, a compaction's
   summary, Claude Code's caveat before local commands.
@@ -34,7 +35,7 @@ _TEMPLATE = re.compile(r"\A\s*## User Input\s*\n+```[a-z]*\n(.*?)\n?```\s*\n", r
 # Codex's prompts are written; the person's words, if the template marks them, after "User input:".
 _FRONT_MATTER = re.compile(r"\A\s*---\s*\n(?:[\w-]+:.*\n)+---\s*\n")
 _USER_INPUT = re.compile(r"^User input:\s*\n+(.+?)(?:\n\s*\n|\Z)", re.DOTALL | re.MULTILINE)
-_NO_WORDS = "(a command's template, no words of the person's)"
+
 _MEMORY_INPUT = re.compile(r"<user-memory-input>(.*?)(?:</user-memory-input>|\Z)", re.DOTALL)
 _COMMAND = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.DOTALL)
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)(?:</command-args>|\Z)", re.DOTALL)
@@ -68,12 +69,18 @@ def typed(text: str) -> str:
     template = _TEMPLATE.match(text)
     if template is not None:
         said = template.group(1).strip()
-        return said if said and said != "$ARGUMENTS" else _NO_WORDS
+        return said if said != "$ARGUMENTS" else ""
     if _FRONT_MATTER.match(text):
         marked = _USER_INPUT.search(text)
         said = marked.group(1).strip() if marked else ""
-        return said if said and said != "$ARGUMENTS" else _NO_WORDS
+        return said if said != "$ARGUMENTS" else ""
     return text.strip()
+
+
+def is_template(text: str) -> bool:
+    """Whether a prompt is a command's file expanded (the person ran a command: a turn, whether or
+    not they typed words with it)."""
+    return _TEMPLATE.match(text) is not None or _FRONT_MATTER.match(text) is not None
 
 
 def is_host_message(text: str) -> bool:

@@ -178,3 +178,32 @@ def test_an_unusable_extraction_is_a_failure_status_shows(home: Home, llm_server
     assert "1 failed batch(es), see the daemon log; latest: the model's extraction was unusable" in status
     assert len(llm_server.requests) == 3  # bounded: three attempts, then the batch is recorded as failed
     assert configured.mnemo("judge-log").stdout.strip() == "the judge has decided nothing yet"
+
+
+def test_a_session_the_model_refuses_fails_with_its_reason_and_the_queue_moves_on(
+    home: Home, llm_server: LLMServer
+) -> None:
+    """The first session asked for is refused by the server (a 400 that is no overflow): its batch
+    fails with the server's words, and the session asked after it is distilled all the same;
+    `mnemo status` shows the failure and the context the server said it runs."""
+    _script(llm_server)
+    llm_server.serve_json("/props", {"default_generation_settings": {"n_ctx": 4096}})
+    refused = [EpisodeIn(id="b-0", text="Keep the API stable.", role=Role.USER, session="bad", turn=0)]
+    llm_server.fail_next(2, status=400)  # the extraction, with its JSON schema and then without
+    configured = _configured(home, llm_server, MNEMO_DISTILL_IDLE_S="3600")
+
+    async def run() -> None:
+        async with DaemonClient(configured.settings) as client:
+            await client.append([*refused, *EPISODES])
+            assert (await client.distil("bad")).queued and (await client.distil("s2")).queued
+            await _wait_for(
+                client, lambda s: s.distillation.failed_batches == 1 and s.distillation.memories_added
+            )
+
+    anyio.run(run)
+    status = configured.mnemo("status").stdout
+    assert "1 failed batch(es), see the daemon log; latest: the model at" in status
+    assert "answered HTTP 400" in status
+    assert "the model's context: 4,096 tokens, from the server (/props)" in status
+    recalled = json.loads(configured.mnemo("recall", "which day do we deploy?", "--json").stdout)
+    assert recalled["memories"][0]["memory"]["what"] == TUESDAY["what"]

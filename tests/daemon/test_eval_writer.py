@@ -31,7 +31,9 @@ SCENARIO = {
                 {
                     "name": "c1",
                     "day": 1,
-                    "turns": [{"role": "user", "who": "ana", "text": "Cache the orders in Redis."}],
+                    "turns": [
+                        {"role": "user", "who": "ana", "text": "From now on we cache the orders in Redis."}
+                    ],
                 }
             ],
             "checks": [

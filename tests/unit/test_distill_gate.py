@@ -12,7 +12,7 @@ import pytest
 
 from mnemo.distill.decide import DecisionModel
 from mnemo.distill.extract import Draft, ExtractedMemory
-from mnemo.distill.gate import fold_repeats, junk_form, screen, ungrounded
+from mnemo.distill.gate import anchored, asks, fold_repeats, junk_form, screen, ungrounded
 from mnemo.distill.llm import LLM
 from mnemo.distill.meter import TokenMeter
 from mnemo.distill.writer import Distiller
@@ -152,3 +152,32 @@ def test_the_writer_drops_what_is_no_memory_and_logs_why(
         "reads as a command to do something now",
         "repeats draft 3 of the batch",
     ]
+
+
+def test_a_draft_citing_only_the_tool_run_a_persons_line_asked_for_is_anchored_to_that_line() -> None:
+    asked = _said("rename the billing job to billing-nightly", episode_id="p")
+    run = _said("mv jobs/billing jobs/billing-nightly\n", Role.TOOL, "t")
+    unrelated = _said("fix the flaky test", episode_id="q")
+    other_run = _said("pytest -x\n1 passed", Role.TOOL, "u")
+    conversation = [asked, run, unrelated, other_run]
+    renamed = anchored(_draft("The billing job is called billing-nightly", "t"), conversation)
+    assert renamed.memory.sources == ["p", "t"] and renamed.human_backed
+    port = anchored(_draft("The service listens on port 8080", "u"), conversation)
+    assert port.memory.sources == ["u"]  # the line that led to it says nothing of the kind
+
+
+@pytest.mark.parametrize(
+    ("line", "is_asking"),
+    [
+        ("Are pipx and uvx similar tools?", True),
+        ("How do I install the server with uvx? I'm a newbie, explain your response.", True),
+        ("how do i reach buffers past 9 on nvim", True),
+        ("Tienes acceso a C:\\Proyectos\\Jarvis ?", True),
+        ("request_status.luaのようにClassを使うにはどうすればいいの？", True),
+        ("When I read init.lua with luafile %, we get errors", False),
+        ("Should we always squash-merge? yes, always squash-merge from now on", False),
+        ("We deploy on Thursdays", False),
+    ],
+)
+def test_a_persons_line_that_asks_is_told_in_any_language(line: str, is_asking: bool) -> None:
+    assert asks(line) is is_asking

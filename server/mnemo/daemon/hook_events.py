@@ -273,7 +273,8 @@ class HookEvents:
             state = await self._session(session_id, client, payload)
             state.turn += 1  # hosts do not retry hooks; a prompt sent again is a turn of its own
             state.prompts[state.turn] = prompt
-            await self._record(state, "prompt", prompt, Role.USER, self._settings.person, payload)
+            if prompt.strip():  # a command's template alone is a turn with no words of the person's
+                await self._record(state, "prompt", prompt, Role.USER, self._settings.person, payload)
         if not live:
             return ""
         if question and [state.workspace, state.person] != guessed:

@@ -56,17 +56,27 @@ type is one of: fact, event, state (true now but passing, e.g. an outage), decis
 procedure, pattern (a recurring behaviour worth codifying), postmortem (what went wrong, what to
 do differently).
 
+A memory is a statement that stays true after this conversation, which a later conversation
+could not easily get back from the code: a decision the person made or accepted, with its reason
+("The queue stays in Postgres because the backups are built around it"); a fact about the
+project, its setup or its environment ("The web app and the API share one backend"); how the
+person wants things done ("Answers are written in German"); a procedure that is not obvious; what
+went wrong and what to do differently. Write it as what is true, never as a task.
+
+Not memories, leave them out: a request or a task ("Create a GitHub repository", "Determine the
+best name", "Fix the failing test"), even once it is done; what happened in this conversation
+("The user asked…", "A commit was made", "Tests pass now"); a question the person asked; a plan,
+a todo list, the current phase of the work; what a tool printed or a file says.
+
 Rules:
-- Keep only what helps a later conversation: decisions and their reasons, facts about the
-  project, preferences, procedures, what went wrong. No progress reports ("tests are green"), no
-  work diary, nothing about this conversation itself.
 - why and how only when the transcript states them; never invent them; otherwise "".
 - A proposal is not a decision until a person accepts it; cite the person's acceptance too.
 - entities: the services, files, tools, people involved, each with its role in this memory
   (subject, actor, location, tool, cause, …).
-- sources: the ids, exactly as written in brackets, of the lines the memory comes from.
+- sources: the ids, exactly as written in brackets, of the lines the memory comes from; the
+  person's line, when the person said it.
 - Write every field in English, whatever the language of the conversation.
-- Nothing worth keeping: {"memories": []}."""
+- Most conversations are routine work and hold nothing worth keeping: then {"memories": []}."""
 
 
 class ExtractedEntity(EntityRef):

@@ -50,8 +50,12 @@ _ACTIONS = (
     "copy|import|export|load|save|sync|split|combine|port|complete|finish|test|correct|restructure|"
     "tweak|polish|scaffold|bootstrap|insert|append|include|provide|answer|describe|give|tell|query|"
     "select|choose|pick|fetch|get|print|display|rename|move|change|switch|migrate|deploy|replace|"
-    "convert|transform|extract|parse|compare|evaluate|assess|estimate|plan|design|propose|suggest|"
-    "recommend|identify|determine|figure out|work out|address|tackle|go through|walk through"
+    "transform|extract|parse|compare|evaluate|assess|estimate|plan|design|propose|suggest|"
+    "recommend|identify|determine|figure out|work out|address|tackle|go through|walk through|stage|"
+    "finalize|finalise|continue|resume|proceed|retry|rerun|reinstall|rebuild|redeploy|reorganize|"
+    "organize|cleanup|uncomment|comment out|wrap|unwrap|mark|tick|validate|confirm|"
+    "inspect|examine|explore|audit|benchmark|measure|profile|reproduce|simulate|localize|localise|"
+    "rework|redo|adapt"
 )
 _PAST = (
     "added|created|made|pushed|pulled|committed|merged|fixed|updated|upgraded|installed|uninstalled|"
@@ -64,7 +68,7 @@ _PAST = (
     "synced|completed|finished|tested|corrected|restructured|tweaked|polished|scaffolded|inserted|"
     "appended|provided|answered|described|gave|told|made|done|commented out|successfully"
 )
-_WHO = r"(?:the )?(?:user|person|developer|assistant|agent|ai|model|team|i|we)"
+_WHO = r"(?:the )?(?:user|person|developer|assistant|agent|ai|model|team|i|we|codex|claude|gemini|copilot)"
 _FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "wrapper text",
@@ -82,11 +86,18 @@ _FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
             rf"^(?:{_WHO} (?:has |have |had )?(?:opened|selected|ran|executed|pasted|shared|uploaded|sent|"
             r"typed|clicked|started|ended|switched to|is working on|was working on|is currently|is trying|"
             r"was trying|attempted|encountered|received|got|saw|noticed|mentioned|said|says|stated|"
-            r"confirmed|acknowledged|greeted|thanked)\b"
+            r"confirmed|acknowledged|greeted|thanked|notes|noted|reports|reported|shows|showed)\b"
             r"|i(?:'m|'ll|'ve|'d)?\s"  # the agent in its own voice: "I do not have access to…"
             rf"|{_WHO} (?:decided|chose|wanted|tried|started|began|proceeded|went on|needs?|needed) to "
             r"(?:investigate|look|check|debug|try|review|fix|test|run|find|search|read|explore|understand|"
             r"examine|inspect|analy[sz]e|verify|figure|see|know|learn)\b"
+            # A request told as a decision ("The person decided to comment out the blocks"); not a
+            # change of what is used ("… decided to migrate to Postgres").
+            r"|(?:the )?(?:user|person|team|developer|we) (?:decided|chose|agreed|opted) to "
+            r"(?!switch|move|migrate|rename|replace|adopt|drop|stop|standardi|keep|use|stick|go with)"
+            rf"(?:{_ACTIONS})\b"
+            rf"|{_WHO} (?:does not|doesn't|did not|didn't|do not|don't) (?:need|want) to\b"
+            r"|.*\b(?:is|are|was|were) (?:loaded|read|opened|shown|displayed|printed) (?:and|by|in|from)\b"
             r"|(?:in|during) (?:this|the) (?:session|conversation|chat)\b"
             r"|the (?:conversation|session|chat)\b)",
             re.IGNORECASE,
@@ -114,8 +125,16 @@ _FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "passive log",  # "A commit was made …", "The issue was resolved by …"
         re.compile(
-            rf"^(?:(?:an?|the|this|that)\s+)?(?:[\w-]+\s+){{0,3}}(?:was|were|has been|have been|got)\s+"
-            rf"(?:{_PAST})\b",
+            r"^(?:(?:an?|the|this|that)\s+)?(?:\S+\s+){0,5}"
+            rf"(?:was|were|has been|have been|got|is now|are now)\s+(?:{_PAST})\b"
+            r"|\b(?:tests?|build|ci|bug|issue|error|problem)s? (?:is|are) (?:now )?"
+            r"(?:fixed|resolved|green|passing)\b"
+            r"|^(?:(?:an?|the|this|that)\s+)?(?:\S+\s+){0,4}(?:is|are) (?:now )?(?:updated|created|added|"
+            r"generated|written|implemented|completed|finished|done|committed|pushed|merged|deleted) "
+            r"(?:to|with|in|and|by|successfully)\b"
+            r"|^(?:an?|the)\s+(?:[\w-]+\s+)?(?:failure|error|issue|problem|bug|exception|crash|warning)s?\s+"
+            r"(?:occurred|occurs|happened|appeared|was raised|was thrown|showed up)\b"
+            r"|\b(?:fails|failed|crashes|crashed|errors out|errored out) (?:with|because|due to|when|on)\b",
             re.I,
         ),
     ),
@@ -126,7 +145,10 @@ _FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"(?:is|are) (?:still )?in (?:the )?"
             r"(?:design|initial|early|planning|development|testing|prototype|setup|beginning)\s+(?:phase|stage)|"
             r"has not (?:yet )?been|not yet (?:done|implemented|finished)|"
-            r"is pending|are pending|for now)\b",
+            r"is pending|are pending|for now|should now|"
+            r"still (?:not|isn't|aren't|doesn't|don't|fails?|broken)|"
+            r"(?:isn't|aren't|doesn't|don't|is not|are not) (?:\w+ )?(?:right|working|fixed) "
+            r"(?:yet|still))\b",
             re.IGNORECASE,
         ),
     ),
@@ -137,7 +159,8 @@ _LASTS_ANYWAY = frozenset({"command", "work log", "passive log", "transient stat
 _RULE = re.compile(
     r"\b(?:always|never|from now on|every time|each time|whenever|before (?:every|each|any|pushing|merging|"
     r"committing|deploying|releasing)|by default|instead of|rather than|"
-    r"for (?:all|every|each)|only (?:use|run|deploy|push|merge|with)|must|do not|don't|no longer)\b",
+    r"for (?:all|every|each)|only (?:use|run|deploy|push|merge|with)|must|do not|don't|no longer|"
+    r"every \w+|each \w+|daily|nightly|weekly|hourly|monthly)\b",
     re.IGNORECASE,
 )
 FORM_WORDS = {
@@ -174,19 +197,40 @@ def junk_form(what: str, why: str = "", how: str = "") -> str:
         if pattern.search(text):
             if kind in _LASTS_ANYWAY and _RULE.search(text):
                 continue
-            if kind in ("command", "work log") and _STATES.search(_CLAUSE.split(text, 1)[0]):
+            if kind in ("command", "request") and _CONSTRAINT.search(text):
+                continue  # a requirement: "The user asked for the LMS in pure Go, with only the stdlib"
+            if kind in ("command", "work log") and _is_statement(text):
                 continue  # "Pull requests are squash-merged", "Added fields are validated": a statement
             return kind
     return ""
 
 
 # A finite verb after the first word: the clause states something ("Build times are slow",
-# "Commit messages use the imperative") rather than orders it ("Create a repository").
+# "Commit messages use the imperative") rather than orders it ("Create a repository") — unless the
+# word after the verb opens its object ("Remove the button and have it …", "Add a message that is …").
 _STATES = re.compile(
-    r"^\S+\s.*?\b(?:is|are|was|were|be|been|has|have|had|will|would|can|could|should|must|may|might|"
-    r"does|do|did|uses|use|lives|live|stays|stay|requires|require|contains|contain|depends|depend|"
-    r"means|mean|points|point|holds|hold|goes|go|needs|need|sits|sit|belongs|belong|comes|come|"
+    r"^\S+\s.*?\b(?:is|are|was|were|been|will|would|can|could|should|must|may|might|"
+    r"uses|use|lives|live|stays|stay|requires|require|contains|contain|depends|depend|"
+    r"means|mean|points|point|goes|needs|need|sits|sit|belongs|belong|comes|"
     r"runs on|run on|isn't|aren't|wasn't|doesn't|don't|won't|can't)\b",
+    re.IGNORECASE,
+)
+_OBJECT = re.compile(
+    r"^\S+\s+(?:the|a|an|all|this|these|that|those|it|them|its|my|our|your|their|some|any|each|every|"
+    r"up|out|down|new|more|one|two|to|in|on|for|with|from|and)\b",
+    re.IGNORECASE,
+)
+
+
+def _is_statement(text: str) -> bool:
+    """Whether a what that opens with a verb states something rather than orders or logs it."""
+    return not _OBJECT.match(text) and _STATES.search(_CLAUSE.split(text, 1)[0]) is not None
+
+
+# What makes a request a standing requirement rather than work to do now.
+_CONSTRAINT = re.compile(
+    r"\b(?:only|without|never|always|must|instead of|rather than|exclusively|pure|no longer|from now on|"
+    r"by default)\b",
     re.IGNORECASE,
 )
 _CLAUSE = re.compile(r"[,;:(—]|\b(?:so that|because|which|that|when|if|to)\b")
@@ -247,8 +291,10 @@ def screen(
     said = [strip_injected(e.text) for e in cited if e.role == Role.USER]
     if said and all(asks(t) for t in said):
         return Screening("answers what the person asked: the person stated nothing")
-    copied = [c for t in said for c in _SENTENCES.split(t) if c.strip() and overlap(what, c) >= COPY_OVERLAP]
-    if copied and all(junk_form(c.strip()) in ("command", "request") for c in copied):
+    copied = [
+        (c, t) for t in said for c in _SENTENCES.split(t) if c.strip() and overlap(what, c) >= COPY_OVERLAP
+    ]
+    if copied and all(junk_form(c.strip()) in ("command", "request") or asks(t) for c, t in copied):
         return Screening("restates what the person asked for, not anything that lasts")
     durable = durability.durable(said, "person") if durability is not None and said else [False] * len(said)
     if kind is MemoryType.DECISION and said and not chooses(said, durable):
@@ -288,25 +334,36 @@ _ACCEPTS = re.compile(
 
 
 def anchored(draft: Draft, conversation: Sequence[Episode]) -> Draft:
-    """``draft`` with the person's line that led to the tool runs it cites added to its sources,
-    when the draft cites only tool output and that line states the same (a value of the draft's,
-    or half its words): a small model cites the tool run that shows a change ("mv … billing-nightly")
-    rather than the person's line that asked for it."""
-    cited = set(draft.memory.sources)
-    roles = {e.id: e.role for e in conversation}
-    if not cited or any(roles.get(s) != Role.TOOL for s in cited):
-        return draft
-    first = min(i for i, e in enumerate(conversation) if e.id in cited)
-    asked = next((e for e in reversed(conversation[:first]) if e.role == Role.USER), None)
-    if asked is None:
-        return draft
-    text = strip_injected(asked.text)
+    """``draft`` with the person's line that states what it states added to its sources, when no
+    person's line it cites does (a value of the draft's, or half its words): a small model cites
+    the tool run that shows a change ("mv … billing-nightly") rather than the person's line that
+    asked for it, or the person's "thanks" after the line that set the rule. A draft citing only
+    tool runs is anchored to the line that led to them; another, to the line of the stretch that
+    states the most of it."""
     what = draft.memory.what
-    shares = named(what) & named(text) or overlap(what, text) >= 0.5
-    if not shares:
+    cited = set(draft.memory.sources)
+    if not cited:
         return draft
-    sources = [asked.id, *draft.memory.sources][:64]
+    said = [e for e in conversation if e.id in cited]
+    if not said or any(e.role == Role.USER and _states_same(what, e.text) for e in said):
+        return draft
+    if all(e.role == Role.TOOL for e in said):
+        first = min(i for i, e in enumerate(conversation) if e.id in cited)
+        led = next((e for e in reversed(conversation[:first]) if e.role == Role.USER), None)
+        candidates = [] if led is None else [led]
+    else:
+        candidates = [e for e in conversation if e.role == Role.USER and e.id not in cited]
+    found = [e for e in candidates if _states_same(what, e.text)]
+    if not found:
+        return draft
+    best = max(found, key=lambda e: overlap(what, strip_injected(e.text)))
+    sources = [best.id, *draft.memory.sources][:64]
     return replace(draft, memory=draft.memory.model_copy(update={"sources": sources}), human_backed=True)
+
+
+def _states_same(what: str, text: str) -> bool:
+    line = strip_injected(text)
+    return bool(named(what) & named(line)) or overlap(what, line) >= 0.5
 
 
 def fold_repeats(drafts: Sequence[Draft]) -> tuple[list[Draft], dict[int, int]]:
