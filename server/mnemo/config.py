@@ -43,7 +43,6 @@ from mnemo.paths import (
 )
 
 ENV_PREFIX = "MNEMO_"
-# Unix socket paths are limited to 108 bytes on Linux (104 on macOS) including the NUL.
 # A host backend's defaults (llm_daily_call_cap, llm_calls_per_minute): a subscription's share.
 HOST_DAILY_CALLS = 200
 HOST_CALLS_PER_MINUTE = 4.0
@@ -177,7 +176,7 @@ class Settings(BaseModel):
         le=3_600,
         description="How long a model call may take (more if its size needs it).",
     )
-    llm_context_tokens: Annotated[int, Field(ge=1_024, le=10_000_000)] | Literal["auto"] = Field(
+    llm_context_tokens: Annotated[int, Field(ge=2_048, le=10_000_000)] | Literal["auto"] = Field(
         default="auto",
         description="The model's context, requests are sized to (auto: asked of the server, else 8192).",
     )

@@ -20,6 +20,7 @@ from mnemo.paths import HOME_ENV
 if TYPE_CHECKING:
     from mnemo.config import Settings
 
+# Unix socket paths are limited to 108 bytes on Linux (104 on macOS) including the NUL.
 MAX_SOCKET_PATH_BYTES = 103
 
 

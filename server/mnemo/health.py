@@ -8,7 +8,8 @@ for a person), each finding with the action it calls for (:mod:`mnemo.api.audit`
 - **duplicate**: two open memories of one namespace that say the same thing: the same words
   once spacing and case are set aside, or embeddings at a cosine of at least ``SAME_COSINE`` with
   most of their words shared and no value, version, identifier or negation apart (the judge's
-  guard, :mod:`mnemo.distill.guard`) — the older is kept, the newer folds into it;
+  guard, :mod:`mnemo.distill.guard`) — an active one is kept before one waiting, then the
+  older, and the other folds into it;
 - **superseded**: two current memories of one namespace in the same *frame* — equal once their
   values (quantities, versions, identifiers, weekdays) are set aside — with different values:
   the newer states the change, the older is to be closed by it;
@@ -33,10 +34,12 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemo.api.audit import ACTIONS, Finding, FindingKind
-from mnemo.distill.gate import FORM_WORDS, junk_form, ungrounded
+from mnemo.distill.forms import FORM_WORDS, junk_form
+from mnemo.distill.gate import normal, ungrounded
 from mnemo.distill.guard import compare, overlap
 from mnemo.distill.readings import facts
 from mnemo.episodes import Episode, Role
+from mnemo.injected import strip_injected
 from mnemo.memories import Memory, Origin
 from mnemo.secrets import find_secrets, redact
 from mnemo.vocabulary import MemoryStatus
@@ -94,12 +97,13 @@ def _finding(kind: FindingKind, memories: Sequence[Memory], reason: str) -> Find
 
 def junk_reason(memory: Memory, sources: Sequence[Episode]) -> str:
     """Why a distilled memory is likely junk ('' when it is not)."""
-    form = junk_form(memory.what or memory.content, memory.why, memory.how)
+    form = junk_form(memory.what or memory.content)
     if form:
         return f"reads as {FORM_WORDS[form]}"
     if sources and all(e.role == Role.TOOL for e in sources):
         return "rests on tool output alone"
-    missing = ungrounded(memory.what or memory.content, [e.text for e in sources]) if sources else []
+    said = [strip_injected(e.text) for e in sources]  # memories injected into a turn are not its words
+    missing = ungrounded(memory.what or memory.content, said) if sources else []
     if missing:
         return f"names what none of its sources holds: {', '.join(missing[:3])}"
     return ""
@@ -116,10 +120,6 @@ def _junk(evidence: Evidence) -> list[Finding]:
     return found
 
 
-def _normal(text: str) -> str:
-    return " ".join(re.findall(r"\w+", text.lower()))
-
-
 def _duplicates(evidence: Evidence) -> list[Finding]:
     by_id = evidence.by_id or {m.id: m for m in evidence.memories}
     pairs: dict[tuple[str, str], tuple[Memory, Memory]] = {}
@@ -128,23 +128,31 @@ def _duplicates(evidence: Evidence) -> list[Finding]:
             other = by_id.get(other_id)
             if other is None or other.id == memory.id or other.namespace != memory.namespace:
                 continue
-            first, second = sorted((memory, other), key=lambda m: (m.created_at, m.id))
+            # The one kept: an active one before one still waiting, then the older.
+            first, second = sorted((memory, other), key=_kept_first)
             pairs.setdefault((first.id, second.id), (first, second))
     candidates = list(pairs.values())
     texts = [(a.what or a.content, b.what or b.content) for a, b in candidates]
     cosines = [1.0] * len(candidates)
-    if evidence.embed is not None and candidates:
-        left = evidence.embed([a for a, _ in texts])
-        right = evidence.embed([b for _, b in texts])
-        cosines = [float(x) for x in np.sum(left * right, axis=1)]
+    worded = [(a, b) for a, b in texts if overlap(a, b) >= SAME_WORDS]  # only these can be the same
+    if evidence.embed is not None and worded:
+        distinct = sorted({t for pair in worded for t in pair})
+        vectors = dict(zip(distinct, evidence.embed(distinct), strict=True))  # each text embedded once
+        cosines = [
+            float(np.dot(vectors[a], vectors[b])) if a in vectors and b in vectors else 0.0 for a, b in texts
+        ]
     found = []
     for (first, second), (a, b), cosine in zip(candidates, texts, cosines, strict=True):
-        if _normal(a) == _normal(b):
+        if normal(a) == normal(b):
             found.append(_finding("duplicate", [first, second], "the same statement"))
         elif cosine >= SAME_COSINE and overlap(a, b) >= SAME_WORDS and not compare(a, b).blocks:
             reason = f"the same statement in other words (cosine {cosine:.2f}, no value apart)"
             found.append(_finding("duplicate", [first, second], reason))
     return found
+
+
+def _kept_first(memory: Memory) -> tuple[bool, datetime, str]:
+    return memory.status is not MemoryStatus.ACTIVE, memory.created_at, memory.id
 
 
 def frame(text: str) -> str:
@@ -156,7 +164,7 @@ def frame(text: str) -> str:
             shown = shown.replace(value.split(":", 1)[-1].lower(), " ")
     shown = _WEEKDAYS.sub(" ", shown)
     shown = re.sub(r"\d+(?:[.,]\d+)?", " ", shown)
-    return _normal(shown)
+    return normal(shown)
 
 
 def _values(text: str) -> set[str]:

@@ -122,6 +122,8 @@ def test_an_action_is_applied_only_when_confirmed_and_the_next_audit_finds_what_
     seeded.mnemo("audit", "--apply", "credential", "--yes")
     after = _audit(seeded)
     assert [f["kind"] for f in after["findings"]] == ["unused"]
+    nothing = json.loads(seeded.mnemo("audit", "--apply", "junk", "--yes", "--json").stdout)
+    assert nothing == {"kind": "junk", "changed": [], "unchanged": []}  # stdout holds only the JSON
 
     seeded.mnemo("daemon", "stop")  # the embedded store opens in one process at a time
     store = open_store(seeded.settings.store)

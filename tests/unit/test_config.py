@@ -51,6 +51,12 @@ def test_invalid_value_names_the_key_and_where_it_came_from(tmp_path: Path) -> N
         load_settings(_env(tmp_path))
 
 
+def test_a_context_too_small_for_the_writers_prompt_is_refused_with_its_key(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="llm_context_tokens.* greater than or equal to 2048"):
+        load_settings(_env(tmp_path, MNEMO_LLM_CONTEXT_TOKENS="1024"))
+    assert load_settings(_env(tmp_path, MNEMO_LLM_CONTEXT_TOKENS="2048")).llm_context_tokens == 2048
+
+
 def test_a_person_names_a_namespace_a_login_name_is_made_into_one_an_explicit_one_is_checked(
     tmp_path: Path,
 ) -> None:

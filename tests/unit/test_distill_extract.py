@@ -331,6 +331,21 @@ def test_a_second_look_that_stays_unusable_leaves_the_drafts_as_they_were(
     assert len(llm_server.requests) == ATTEMPTS
 
 
+def test_a_second_look_the_server_refuses_leaves_the_drafts_and_asks_no_more(
+    home: Home, llm_server: LLMServer, store: ClickHouseStore
+) -> None:
+    episodes = _episodes(
+        ("ep_1", Role.USER, "From now on releases are cut on Mondays"),
+        ("ep_2", Role.USER, "We never deploy on Fridays"),
+    )
+    # Nothing scripted: each request is refused (HTTP 400), as a server refuses what it cannot take.
+    memory = ExtractedMemory(type=MemoryType.FACT, what="The CI runs on every push", sources=["ep_1"])
+    drafts = [Draft(memory, human_backed=True, demoted=False)]
+    assert look_again(_llm(home, llm_server, store), episodes, drafts) == drafts
+    # The first line's look (asked once more without a JSON schema, as for any 400); not the second's.
+    assert len(llm_server.requests) == 2
+
+
 def test_the_schema_asks_for_nothing_validation_would_refuse() -> None:
     """An endpoint that constrains its answer to the schema must never be refused for a bound the
     schema did not state (an entity's name of 121 characters failed whole extractions)."""

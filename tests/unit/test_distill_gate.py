@@ -12,7 +12,8 @@ import pytest
 
 from mnemo.distill.decide import DecisionModel
 from mnemo.distill.extract import Draft, ExtractedMemory
-from mnemo.distill.gate import anchored, asks, fold_repeats, junk_form, screen, ungrounded
+from mnemo.distill.forms import junk_form
+from mnemo.distill.gate import anchored, asks, chooses, fold_repeats, screen, ungrounded
 from mnemo.distill.llm import LLM
 from mnemo.distill.meter import TokenMeter
 from mnemo.distill.writer import Distiller
@@ -181,3 +182,31 @@ def test_a_draft_citing_only_the_tool_run_a_persons_line_asked_for_is_anchored_t
 )
 def test_a_persons_line_that_asks_is_told_in_any_language(line: str, is_asking: bool) -> None:
     assert asks(line) is is_asking
+
+
+def test_an_announcement_a_running_server_and_a_step_to_click_read_as_logs_and_commands() -> None:
+    assert junk_form("Your Charges Finder is now fully updated with OAuth and ready to use") == "passive log"
+    assert junk_form("The new server (b6fdbf0) is running successfully on port 5173.") == "passive log"
+    assert junk_form("Go to https://app.example.com/settings/developer") == "command"
+    for fact in (
+        "Logs are written to /var/log/app",
+        "The dev server runs on port 5173",
+        "Visit counts live in Redis",
+    ):
+        assert junk_form(fact) == "", fact
+    assert junk_form("The notification is for the old dev server that I restarted.") == "session event"
+    assert junk_form("Phase I of the migration moves reads to the replica") == ""
+
+
+def test_facts_that_name_a_session_a_chat_or_a_purpose_are_not_junk() -> None:
+    for fact in ("The session cookie expires after 30 minutes", "The chat widget uses WebSockets",
+                 "Settings are read from ~/.config/app", "To deploy, run make release"):  # fmt: skip
+        assert junk_form(fact) == "", fact
+    assert junk_form("The session covered the login bug") == "session event"
+    assert junk_form("To perform a search on the platform using the given parameters") == "request"
+
+
+def test_only_a_whole_word_of_assent_accepts_what_was_proposed() -> None:
+    lines = ["simplify the build script", "sidebar: make it blue", "okapi"]
+    assert not chooses(lines, [False] * 3)
+    assert all(chooses([line], [False]) for line in ("ok, go", "sí, vale", "B", "let's use pnpm"))

@@ -20,7 +20,7 @@ from mnemo.distill.extract import extract
 from mnemo.distill.llm import LLM
 from mnemo.distill.meter import TokenMeter
 from mnemo.distill.shown import TOOLS_PER_TURN, answered, stretches, transcript
-from mnemo.distill.sizing import Context, ModelLimits
+from mnemo.distill.sizing import TIMEOUT_CAP, Context, ModelLimits
 from mnemo.distill.writer import MAX_TIMEOUTS, Distiller
 from mnemo.embed.fallback import FALLBACK_ID
 from mnemo.episodes import Episode, EpisodeIn, EpisodeIntake, Role
@@ -128,6 +128,14 @@ def test_a_server_that_says_nothing_gets_the_default_and_the_setting_is_taken_un
     llm_server.serve_json("/props", {"default_generation_settings": {"n_ctx": 4096}})
     limits = _llm(home, llm_server, store, MNEMO_LLM_CONTEXT_TOKENS="2048").limits
     assert (limits.context_tokens, limits.context.source) == (2048, "llm_context_tokens")
+
+
+def test_a_request_is_given_the_time_its_size_needs_but_never_past_the_cap() -> None:
+    limits = ModelLimits(Context(8_192, "llm_context_tokens"), 120.0)
+    assert limits.timeout_s(10, 10) == 120.0  # small: the setting
+    needed = limits.timeout_s(4_000, 1_000)  # at the slow defaults: 100 s to read, 200 s to write
+    assert needed == pytest.approx(600.0)
+    assert limits.timeout_s(400_000, 100_000) == TIMEOUT_CAP * 120.0  # a server that hangs is cut off
 
 
 def test_a_long_session_is_read_in_stretches_that_each_fit_the_context(

@@ -18,7 +18,7 @@ ACTIONS: dict[str, AuditActionName] = {
     "superseded": "close",  # the older is closed by the newer, as the judge would have
     "code": "review",  # a person reads it against the code (the memory browser)
     "unused": "archive",
-    "credential": "forget",  # and the text purged from what recall and the page show
+    "credential": "forget",  # its text hidden in the new version; earlier versions keep it
 }
 
 

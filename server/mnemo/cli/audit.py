@@ -53,18 +53,22 @@ def _apply(args: argparse.Namespace, context: Context) -> int:
     request = given(kinds=[kind], namespace=args.namespace, days=args.days)
     report = client.call("POST", "/v1/audit", request)
     found = [f for f in report["findings"] if not args.id or f["memories"][0] in args.id]
+    # With --json, stdout holds only the JSON: what is said on the way goes to stderr.
+    say = (lambda line: sys.stderr.write(line + "\n")) if args.json else write
     if not found:
-        write(f"no {kind} finding" + (" about those ids" if args.id else "") + ": nothing to do")
+        say(f"no {kind} finding" + (" about those ids" if args.id else "") + ": nothing to do")
+        if args.json:
+            dump({"kind": kind, "changed": [], "unchanged": []})
         return EXIT_OK
     action = found[0]["action"]
-    write(f"{len(found)} {kind} finding(s): {_ACTION_WORDS[action]}.")
+    say(f"{len(found)} {kind} finding(s): {_ACTION_WORDS[action]}.")
     if not args.yes:
         if not sys.stdin.isatty():
             sys.stderr.write("mnemo: error: confirm with --yes (no terminal to ask on)\n")
             return EXIT_ERROR
         answer = input("Apply? Each change is a new version; nothing is deleted. [y/N] ")
         if answer.strip().lower() not in ("y", "yes"):
-            write("nothing changed")
+            say("nothing changed")
             return EXIT_OK
     body = given(kind=kind, memories=[f["memories"][0] for f in found], namespace=args.namespace,
                  days=args.days, confirm=True)  # fmt: skip

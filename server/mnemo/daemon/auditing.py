@@ -10,8 +10,10 @@ the store's versions lock and into the index at once, as a review step is:
   closed by the first;
 - ``close``: the older memory is closed by the newer, from the newer's time;
 - ``review``: an active memory goes back to the review queue (a candidate, with the reason);
-- ``forget``: forgotten, and its text is replaced in its new version by the reason, so that the
-  page and recall never show the credential again (the episodes were redacted when stored).
+- ``forget``: forgotten, and its text is replaced in its new version by the reason, so that
+  recall and the page's current view never show the credential again (the episodes were redacted
+  when stored). Its earlier versions keep their text: the memory's history on the page and
+  ``mnemo export --history`` still show it.
 
 A finding is acted on only as it still stands: a memory that changed since (another status, a
 newer version) is left as it is, and said so.
@@ -63,11 +65,13 @@ class Auditing:
 
     async def report(self, request: AuditRequest, now: datetime | None = None) -> AuditReport:
         now = now or utc_now()
-        findings, scanned = await self._find(request, now)
+        findings, read = await self._find(request, now)
+        scanned = len(read)
         counts: dict[str, int] = {kind: sum(f.kind == kind for f in findings) for kind in request.kinds}
         return AuditReport(scanned=scanned, days=request.days, counts=counts, findings=findings)
 
-    async def _find(self, request: AuditRequest, now: datetime) -> tuple[list[Finding], int]:
+    async def _find(self, request: AuditRequest, now: datetime) -> tuple[list[Finding], dict[str, Memory]]:
+        """The findings, and the memories they were read from (by id, as read)."""
         await self._index.built()
         namespaces = [request.namespace] if request.namespace else None
         memories = await self._calls(
@@ -110,7 +114,7 @@ class Auditing:
             by_id={m.id: m for m in memories},
         )
         findings = await anyio.to_thread.run_sync(audit, evidence, list(request.kinds))
-        return findings, len(memories)
+        return findings, evidence.by_id
 
     async def apply(self, request: AuditApply, now: datetime | None = None) -> AuditApplied:
         """The kind's action on its findings (those about ``request.memories``, or all)."""
@@ -118,7 +122,7 @@ class Auditing:
             raise InputError("confirm: a bulk change is applied only when confirmed (confirm: true)")
         now = now or utc_now()
         asked = AuditRequest(kinds=[request.kind], namespace=request.namespace, days=request.days)
-        findings, _ = await self._find(asked, now)
+        findings, read = await self._find(asked, now)
         wanted = set(request.memories)
         chosen = [f for f in findings if not wanted or f.memories[0] in wanted]
         missing = wanted - {f.memories[0] for f in chosen}
@@ -130,7 +134,10 @@ class Auditing:
             with self._store.versions_lock:
                 for finding in chosen:
                     current = [self._store.get_memory(m) for m in finding.memories]
-                    if any(m is None or m.status.value not in OPEN for m in current):
+                    if any(
+                        m is None or m.status.value not in OPEN or m.version != read[m.id].version
+                        for m in current
+                    ):
                         unchanged.append(f"{finding.memories[0]}: changed since the audit read it")
                         continue
                     rows = _rows(action, [m for m in current if m is not None], finding.reason, now)

@@ -208,7 +208,7 @@ class LLM:
         timings = (response.model_extra or {}).get("timings")
         limits.observe(
             estimated,
-            reply.prompt_tokens,
+            reply.prompt_tokens if response.usage else 0,  # the server's count, never our estimate
             reply.completion_tokens,
             time.monotonic() - started,
             timings if isinstance(timings, dict) else None,
@@ -346,8 +346,8 @@ def ask_until_usable(
         except ValueError as exc:
             problem = str(exc)
             again = f"That answer is not usable: {problem}. Answer again with only the JSON object."
-            # The answer as far as it fits the room the caller kept for asking again.
-            asked += [Message("assistant", reply.text[:1_500]), Message("user", again)]
+            # Only the last answer, as far as it fits the room the caller kept for asking again.
+            asked = [*messages, Message("assistant", reply.text[:1_500]), Message("user", again)]
     raise UnusableAnswer(problem, attempts)
 
 

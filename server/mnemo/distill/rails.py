@@ -22,6 +22,7 @@ from mnemo.distill.guard import words
 from mnemo.distill.llm import ChatModel
 from mnemo.distill.said import is_question, picks_option, states_lasting_anywhere
 from mnemo.episodes import Episode, Role
+from mnemo.errors import ModelRefusedError, ModelTimeoutError
 from mnemo.injected import strip_injected
 from mnemo.vocabulary import MemoryType
 
@@ -79,6 +80,9 @@ def look_again(
         except ExtractionError as exc:  # the drafts already made stand
             logger.warning("a second look at %s gave nothing usable: %s", line.id, exc)
             continue
+        except (ModelRefusedError, ModelTimeoutError) as exc:  # so would the next looks: they stand too
+            logger.warning("a second look at %s was not answered: %s", line.id, exc)
+            break
         for draft in again:
             # Not from that line if it shares no word with it ("Go ahead.", the reply before it).
             if words(draft.memory.what) & said and not covers([*drafts, *found], draft.text):

@@ -22,6 +22,7 @@ and asked again for ever; a server that hangs still is.
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import math
@@ -39,6 +40,7 @@ PROBE_TIMEOUT_S = 3.0
 # the server's answers say better.
 SLOW_READ_TPS = 40.0
 SLOW_WRITE_TPS = 5.0
+TIMEOUT_CAP = 10  # a request is never given more than this many times llm_timeout_s
 ASCII_CHARS_PER_TOKEN = 3.0
 _LEARN = 0.3  # how far one answer moves the learned ratio and speeds
 
@@ -83,13 +85,14 @@ class ModelLimits:
 
     def timeout_s(self, prompt_tokens: int, reply_tokens: int) -> float:
         """How long to wait for a request of this size: ``llm_timeout_s``, or twice what the
-        measured speed needs for it, whichever is longer."""
+        measured speed needs for it, whichever is longer — never past ``TIMEOUT_CAP`` times
+        ``llm_timeout_s``, so that a server that hangs is still cut off."""
         with self._lock:
             scale = self._scale or 1.0
             read = self._read_tps or SLOW_READ_TPS / scale
             write = self._write_tps or SLOW_WRITE_TPS / scale
         needed = prompt_tokens / read + reply_tokens / write
-        return max(self._timeout_s, 2 * needed)
+        return max(self._timeout_s, min(2 * needed, TIMEOUT_CAP * self._timeout_s))
 
     def speed(self) -> tuple[float, float] | None:
         """Measured tokens per second read and written, once an answer said (None before)."""
@@ -190,7 +193,7 @@ def _ask(method: str, url: str, body: object, headers: dict[str, str]) -> Any:
         return None  # a server answered: this endpoint is not its
     except (urllib.error.URLError, TimeoutError, ConnectionError):
         return _UNREACHABLE
-    except (OSError, ValueError):
+    except (OSError, ValueError, http.client.HTTPException):  # a broken answer: not this endpoint's
         return None
 
 

@@ -125,7 +125,7 @@ class Distiller:
         self._clock = clock
         self._lease = lease
         self._commit = store.put_memories if lease is None else lease.commit  # fenced by the store
-        self._timeouts: dict[str, int] = {}  # batch id → model calls timed out in a row
+        self._timeouts: dict[str, int] = {}  # session → its batch's model calls timed out in a row
 
     def recover(self) -> list[BatchResult]:
         """Finish or redo the batches a stopped writer left started."""
@@ -193,7 +193,8 @@ class Distiller:
             self._finish(batch, "failed", error=str(exc))
             return BatchResult(batch)
         except ModelTimeoutError as exc:
-            self._timeouts[batch.id] = timeouts = self._timeouts.get(batch.id, 0) + 1
+            # By session: a live session's batch takes a new id as it grows.
+            self._timeouts[batch.session] = timeouts = self._timeouts.get(batch.session, 0) + 1
             if timeouts < MAX_TIMEOUTS:
                 raise  # the loop backs off and redoes it: the server may have been busy
             logger.warning("distilling session %s failed: %s", batch.session, exc)
@@ -373,4 +374,5 @@ class Distiller:
 
     def _finish(self, batch: Batch, status: BatchStatus, *, error: str = "", memories: int = 0) -> None:
         finished = replace(batch, status=status, error=error[:2_000], memories=memories)
+        self._timeouts.pop(batch.session, None)
         self._store.put_batch(finished, self._clock())
