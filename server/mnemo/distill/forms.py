@@ -87,8 +87,7 @@ _FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             rf"^(?:{_WHO} (?:wants?|would like|asked|asks|is asking|requested|requests|needs|needed|"
             r"wanted|intends|plans|is planning|was asked|instructed|told)\b"
-            # "To perform a search …"; not a procedure's purpose ("To deploy, run make release").
-            r"|to [a-z]+\b(?! (?:be|have)\b)(?![^,;:]*[,;:]))",
+            r"|to [a-z]+\b(?! (?:be|have)\b))",  # "To perform a search …" (and "To deploy, run …" too)
             re.IGNORECASE,
         ),
     ),
