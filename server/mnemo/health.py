@@ -15,8 +15,8 @@ for a person), each finding with the action it calls for (:mod:`mnemo.api.audit`
   the newer states the change, the older is to be closed by it;
 - **code**: a memory whose files changed since it was written and no longer hold what it names
   (the code check's flag, :mod:`mnemo.daemon.code_checks`): to be read against the code;
-- **unused**: an active memory older than the window that was never injected in it, or was
-  injected ``UNUSED_AFTER`` times or more and never used;
+- **unused**: an active memory older than the window that was never injected in it while others
+  of its namespace were, or was injected ``UNUSED_AFTER`` times or more and never used;
 - **credential**: a memory whose text holds something that looks like a credential.
 
 Detection reads only what it is given (:class:`Evidence`); the daemon gathers it and applies the
@@ -201,9 +201,16 @@ def _code(evidence: Evidence) -> list[Finding]:
 
 def _unused(evidence: Evidence) -> list[Finding]:
     since = evidence.now - timedelta(days=evidence.days)
+    # A project nobody opened in the window says nothing of its memories: only those of a namespace
+    # whose other memories were injected in it are judged.
+    in_use = {m.namespace for m in evidence.memories if evidence.injected.get(m.id)}
     found = []
     for memory in evidence.memories:
-        if memory.status is not MemoryStatus.ACTIVE or memory.created_at > since:
+        if (
+            memory.status is not MemoryStatus.ACTIVE
+            or memory.created_at > since
+            or memory.namespace not in in_use
+        ):
             continue
         injected = evidence.injected.get(memory.id, 0)
         if evidence.used.get(memory.id, 0):

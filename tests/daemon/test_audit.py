@@ -16,6 +16,7 @@ from mnemo.episodes import EpisodeIn, EpisodeIntake, Role
 from mnemo.memories import Origin
 from mnemo.secrets import SecretRedactor
 from mnemo.store import open_store
+from mnemo.store.usage import InjectionRow
 from mnemo.vocabulary import MemoryStatus, MemoryType
 from tests.helpers import Home, make_memory
 
@@ -65,7 +66,24 @@ def _seed(home: Home) -> None:
                         type=MemoryType.FACT, origin=Origin.EXPLICIT),
             make_memory("m-token", f"The CI token is {TOKEN}", NOW,
                         type=MemoryType.FACT, origin=Origin.EXPLICIT),
+            make_memory("m-idle", "The blog builds with Hugo", NOW - 60 * day, type=MemoryType.FACT,
+                        origin=Origin.EXPLICIT, namespace="workspace:blog"),  # a project nobody opened
         ])  # fmt: skip
+        # The shop was worked on in the window: its memories were injected, though not m-old.
+        store.put_injections(
+            [
+                InjectionRow(
+                    session="s-9",
+                    block=1,
+                    turn=1,
+                    memory="m-persist",
+                    event="prompt",
+                    person=home.settings.namespace_of_person,
+                    tokens=20,
+                    at=NOW - day,
+                )
+            ]
+        )
     finally:
         store.close()
 
@@ -89,7 +107,7 @@ def seeded(home: Home) -> Home:
 
 def test_the_audit_finds_each_kind_with_its_reason_and_action(seeded: Home) -> None:
     report = _audit(seeded)
-    assert report["scanned"] == 12
+    assert report["scanned"] == 13
     junk = _about(report, "junk")
     assert set(junk) == {"m-repo", "m-ide", "m-struct", "m-port", "m-yaml"}  # not the person's decision
     assert junk["m-repo"] == "reads as a command to do something now"
@@ -101,7 +119,8 @@ def test_the_audit_finds_each_kind_with_its_reason_and_action(seeded: Home) -> N
     assert duplicate["memories"] == ["m-deploy-1", "m-deploy-2"] and duplicate["action"] == "merge"
     [superseded] = [f for f in report["findings"] if f["kind"] == "superseded"]
     assert superseded["memories"] == ["m-t60", "m-t30"] and superseded["action"] == "close"
-    assert set(_about(report, "unused")) == {"m-old"}  # the others are younger than the 30-day window
+    # The shop's others are younger than the 30-day window; the blog's project was not opened in it.
+    assert set(_about(report, "unused")) == {"m-old"}
     assert set(_about(report, "credential")) == {"m-token"}
     assert TOKEN not in json.dumps(report)  # the finding shows the memory's text redacted
     shown = seeded.mnemo("audit").stdout
