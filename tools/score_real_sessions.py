@@ -145,7 +145,8 @@ def regated(session: dict[str, Any], matcher: Matcher, root: Path) -> tuple[list
         if at in repeated:
             dropped.append(f"{memory['what'][:90]} — repeats {repeated[at]}")
         elif verdict.keeps:
-            kept.append(memory)
+            waits = verdict.waits and memory["status"] == "active"  # as the writer's policy would
+            kept.append({**memory, "status": "candidate"} if waits else memory)
         else:
             dropped.append(f"{memory['what'][:90]} — {verdict.reason}")
     return kept, dropped

@@ -13,16 +13,26 @@ import pytest
 from mnemo.distill.decide import DecisionModel
 from mnemo.distill.extract import Draft, ExtractedMemory
 from mnemo.distill.forms import junk_form
-from mnemo.distill.gate import anchored, asks, chooses, fold_repeats, screen, ungrounded
+from mnemo.distill.gate import (
+    anchored,
+    asks,
+    chooses,
+    chosen_by,
+    copies_an_example,
+    fold_repeats,
+    screen,
+    ungrounded,
+)
 from mnemo.distill.llm import LLM
 from mnemo.distill.meter import TokenMeter
+from mnemo.distill.policy import Approval
 from mnemo.distill.writer import Distiller
 from mnemo.episodes import Episode, EpisodeIn, EpisodeIntake, Role
 from mnemo.index.live import RecallEngine
 from mnemo.secrets import SecretRedactor
 from mnemo.store import ClickHouseStore
-from mnemo.vocabulary import MemoryType
-from tests.helpers import UNRELATED, Home, record_turns, yes_with
+from mnemo.vocabulary import MemoryStatus, MemoryType
+from tests.helpers import UNRELATED, Home, make_memory, record_turns, yes_with
 from tests.llm_server import LLMServer
 
 INTAKE = EpisodeIntake(max_chars=100_000, default_namespace="workspace:shop", redactor=SecretRedactor())
@@ -213,3 +223,37 @@ def test_only_a_whole_word_of_assent_accepts_what_was_proposed() -> None:
     lines = ["simplify the build script", "sidebar: make it blue", "okapi"]
     assert not chooses(lines, [False] * 3)
     assert all(chooses([line], [False]) for line in ("ok, go", "sí, vale", "B", "let's use pnpm"))
+
+
+def test_an_error_met_once_and_work_in_the_process_of_being_done_are_no_memories() -> None:
+    assert junk_form("Type error in ./src/scripts/create-admin.ts:15:16") == "incident"
+    assert junk_form("uv self uninstall command fails") == "incident"
+    assert junk_form("The app is in the process of being developed.") == "transient state"
+    assert junk_form("The migration failed because the lock was held; always take the lock first") == ""
+    assert junk_form("Errors are reported to Sentry") == ""
+
+
+def test_the_prompts_own_example_handed_back_is_dropped_unless_the_conversation_says_it() -> None:
+    example = "The queue stays in Postgres because the backups are built around it"
+    assert copies_an_example(example, ["make the sidebar icons larger"])
+    assert not copies_an_example("Answers are written in German", ["Please write all the answers in German"])
+    assert not copies_an_example("The sidebar icons are 24 px", ["make the sidebar icons 24 px"])
+
+
+def test_a_decision_only_the_classifier_reads_as_chosen_waits_for_a_person() -> None:
+    lines = ["Resize tracking.png to 243x168 and export it to webp"]
+    assert chosen_by(lines, [True]) == "classifier" and chosen_by(lines, [False]) == ""
+    assert chosen_by(["We deploy on Thursdays from now on"], [False]) == "words"
+    memory = make_memory("m-1", "Images are exported to webp", datetime(2026, 12, 1, tzinfo=UTC))
+    status, why = Approval("auto").status(
+        memory, tool_only=False, unsure="a decision only the classifier reads"
+    )
+    assert (
+        status is MemoryStatus.CANDIDATE and why == "waits for a person: a decision only the classifier reads"
+    )
+    assert Approval("auto").status(
+        memory.model_copy(update={"has_human_backing": True}), tool_only=False
+    ) == (
+        MemoryStatus.ACTIVE,
+        "",
+    )

@@ -60,7 +60,8 @@ _FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             rf"^(?:{_WHO} (?:has |have |had )?(?:opened|selected|ran|executed|pasted|shared|uploaded|sent|"
             r"typed|clicked|started|ended|switched to|is working on|was working on|is currently|is trying|"
-            r"was trying|attempted|encountered|received|got|saw|noticed|mentioned|said|says|stated|"
+            r"was trying|attempted|encounters|encountered|received|got|saw|noticed|mentioned|said|says|"
+            r"stated|"
             r"confirmed|acknowledged|greeted|thanked|notes|noted|reports|reported|shows|showed)\b"
             r"|i(?:'m|'ll|'ve|'d)?\s"  # the agent in its own voice: "I do not have access to…"
             rf"|{_WHO} (?:decided|chose|wanted|tried|started|began|proceeded|went on|needs?|needed) to "
@@ -125,6 +126,7 @@ _FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "transient state",
         re.compile(
             r"\b(?:currently|at the moment|right now|in progress|work in progress|is being|are being|"
+            r"in the process of|"
             r"(?:is|are) (?:still )?in (?:the )?"
             r"(?:design|initial|early|planning|development|testing|prototype|setup|beginning)\s+(?:phase|stage)|"
             r"has not (?:yet )?been|not yet (?:done|implemented|finished)|"
@@ -135,8 +137,18 @@ _FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
             re.IGNORECASE,
         ),
     ),
+    (
+        "incident",  # an error met once: "Type error in ./src/app.ts:15:16", "uv self uninstall fails"
+        re.compile(
+            r"^(?:an? |the )?(?:[\w-]+ )?(?:error|exception|failure)s? (?:in|at|on|while|when)\b"
+            r"|\bfail(?:s|ed)\.?$"
+            r"|\b(?:encounters|encountered|hits|hit|runs into|ran into|gets|got|throws|threw|raises|raised) "
+            r"(?:an? |the )?(?:[\w.-]+ ){0,3}(?:error|exception|failure)s?\b",
+            re.IGNORECASE,
+        ),
+    ),
 )
-_LASTS_ANYWAY = frozenset({"command", "work log", "passive log", "transient state"})
+_LASTS_ANYWAY = frozenset({"command", "work log", "passive log", "transient state", "incident"})
 # What makes a command a standing rule ("Run the linter before every push", "Always use pnpm"):
 # words in the what itself (a model's why and how are its own words, and say "should" freely).
 WORDED_AS_RULE = re.compile(
@@ -153,6 +165,7 @@ FORM_WORDS = {
     "work log": "a work log",
     "passive log": "a work log",
     "transient state": "a transient state",
+    "incident": "an error met once",
     "session event": "something about the session itself",
     "wrapper text": "a host's wrapper text",
 }

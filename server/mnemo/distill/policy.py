@@ -10,7 +10,9 @@ A memory the writer extracts is born a candidate or active, by the approval poli
     judge (:mod:`mnemo.distill.gate`), so this guards what reaches the policy by another way;
   - decisions, postmortems and procedures that no line the person wrote backs;
   - whatever states an option the person refused: every person's line it cites refuses it
-    ("no, keep Postgres…" cited by "Store the events in MongoDB"; :mod:`mnemo.distill.refusal`).
+    ("no, keep Postgres…" cited by "Store the events in MongoDB"; :mod:`mnemo.distill.refusal`);
+  - a decision whose person's lines choose only by the durable-line classifier's reading, with
+    no word of a rule and no assent (:func:`mnemo.distill.gate.chosen_by`).
 - ``review``: every extracted memory waits for a person, unless auto-approval is switched on
   (``auto_approve_min_seen`` > 0): a candidate seen that many times (equivalent candidates fold
   into one and count) with the judge's confidence at least ``auto_approve_min_confidence``.
@@ -64,10 +66,13 @@ class Approval:
             settings.approval_policy, settings.auto_approve_min_seen, settings.auto_approve_min_confidence
         )
 
-    def status(self, memory: Memory, *, tool_only: bool, refused: bool = False) -> tuple[MemoryStatus, str]:
+    def status(
+        self, memory: Memory, *, tool_only: bool, refused: bool = False, unsure: str = ""
+    ) -> tuple[MemoryStatus, str]:
         """Active or candidate for a memory the writer is about to store (or has just seen
         again), and why (the memory's ``status_reason``). ``refused``: it states an option the
-        person's lines it cites refused (:mod:`mnemo.distill.refusal`)."""
+        person's lines it cites refused (:mod:`mnemo.distill.refusal`); ``unsure``: why the
+        writer's rules leave it to a person (:class:`mnemo.distill.gate.Screening`)."""
         if tool_only:
             return (
                 MemoryStatus.CANDIDATE,
@@ -75,6 +80,8 @@ class Approval:
             )
         if refused:
             return MemoryStatus.CANDIDATE, "waits for a person: the person's lines it cites refuse it"
+        if unsure:
+            return MemoryStatus.CANDIDATE, f"waits for a person: {unsure}"
         if self.policy == "review":
             return self._auto_approved(memory) or (
                 MemoryStatus.CANDIDATE,

@@ -290,6 +290,7 @@ class Distiller:
                 memory,
                 tool_only=is_tool_only(by_id[s].role for s in memory.sources),
                 refused=draft.refused,
+                unsure=screening.waits,
             )
             closes = [old for old in map(latest, verdict.closes) if old is not None and is_current(old)]
             if status is MemoryStatus.CANDIDATE and closes:
