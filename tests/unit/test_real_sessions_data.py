@@ -1,0 +1,50 @@
+"""tests/data/real_sessions holds what its README says: every session of the manifest labelled in
+its part, the parts split by repository (a blind repository shares no session with the fit ones),
+each label of a known type, and each verdict about a labelled session."""
+
+from __future__ import annotations
+
+import json
+from mnemo.vocabulary import MemoryType
+from tests.helpers import REPO
+
+DATA = REPO / "tests" / "data" / "real_sessions"
+
+
+def _manifest() -> list[dict[str, object]]:
+    return [json.loads(line) for line in (DATA / "manifest.jsonl").read_text().splitlines() if line.strip()]
+
+
+def _file(session_id: object) -> str:
+    return str(session_id).replace("/", "__") + ".json"
+
+
+def test_every_session_is_labelled_in_its_part_and_the_parts_share_no_repository() -> None:
+    rows = _manifest()
+    assert len(rows) == len({r["id"] for r in rows})
+    for part in ("fit", "blind"):
+        named = {_file(r["id"]) for r in rows if r["part"] == part}
+        assert {p.name for p in (DATA / "labels" / part).glob("*.json")} == named
+    fit = {r["repo"] for r in rows if r["part"] == "fit"}
+    blind = {r["repo"] for r in rows if r["part"] == "blind"}
+    assert fit and blind and not fit & blind
+    types = {t.value for t in MemoryType}
+    for path in (DATA / "labels").glob("*/*.json"):
+        labels = json.loads(path.read_text())
+        assert all(w["type"] in types for w in labels["worth"]), path.name
+
+
+def test_each_verdict_is_about_a_labelled_session_and_names_only_its_labels() -> None:
+    for path in (DATA / "judged").glob("*/*.json"):
+        part = "blind" if path.parent.name == "blind" else "fit"
+        verdict = json.loads(path.read_text())
+        labels = json.loads((DATA / "labels" / part / path.name).read_text())
+        assert _file(verdict["id"]) == path.name
+        assert {int(i) for i in verdict["labels"]} <= set(range(len(labels["worth"]))), path.name
+        assert all(v["verdict"] in ("worth", "junk") for v in verdict["memories"].values()), path.name
+
+
+def test_the_readme_names_what_is_here() -> None:
+    readme = (DATA / "README.md").read_text()
+    for name in ("manifest.jsonl", "BRIEF.md", "JUDGE_BRIEF.md", "labels/", "judged/"):
+        assert name in readme and (DATA / name.rstrip("/")).exists(), name
