@@ -5,6 +5,7 @@ each label of a known type, and each verdict about a labelled session."""
 from __future__ import annotations
 
 import json
+
 from mnemo.vocabulary import MemoryType
 from tests.helpers import REPO
 
