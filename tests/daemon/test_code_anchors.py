@@ -59,7 +59,8 @@ def _record_the_lb_session(home: Home, repo: Path) -> None:
     ns = workspace_namespace(str(repo))
     at = datetime(2026, 11, 30, 10, tzinfo=UTC)
     turns = [
-        (Role.USER, "what is the gateway timeout?"),
+        # The person states it: an agent's answer to a question alone is no memory (distill.gate).
+        (Role.USER, "Keep the gateway timeout at 600 s (timeout_sec in lb.tf): the exports need it."),
         (Role.TOOL, f'Read {{"file_path": "{repo}/infra/lb.tf"}}\n{LB}'),
         (Role.ASSISTANT, "The gateway timeout is 600 s, set by timeout_sec in lb.tf."),
     ]
@@ -93,7 +94,7 @@ def _script(server: LLMServer) -> None:
         "type": "fact",
         "what": "The gateway timeout is 600 s via timeout_sec in lb.tf",
         "entities": [{"name": "gateway", "role": "subject"}],
-        "sources": ["lb-1", "lb-2"],
+        "sources": ["lb-0", "lb-1", "lb-2"],
     }
     yes = {"A": 0.9, "B": 0.1}
     server.answer(contains="Transcript:\n[lb-0]", text=json.dumps({"memories": [extracted]}))

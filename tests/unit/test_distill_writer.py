@@ -163,9 +163,10 @@ def test_a_tiny_daily_cap_stops_distillation_until_the_next_day(
     script_deploy_day(llm_server)
     record_deploy_day(store, [2, 3])
     clock = Clock(datetime(2026, 3, 4, 23, 0, tzinfo=UTC))
-    # On the scripted server session 2's batch costs 638 tokens, session 3's 812: a cap of 700
-    # lets the first through and stops the second after its extraction.
-    meter = TokenMeter(store, 700, clock)
+    # On the scripted server session 2's batch costs 800 to 850 tokens, and with session 3's
+    # extraction the day passes 1,600: a cap of 1,200 lets the first through and stops the second
+    # after its extraction.
+    meter = TokenMeter(store, 1_200, clock)
     llm = LLM(settings, meter)
     engine = RecallEngine(load_embedder(settings))
     distiller = Distiller(store, engine, llm, DecisionModel(llm, settings), clock=clock)

@@ -35,6 +35,7 @@ from mnemo.distill.forms import FORM_WORDS, WORDED_AS_RULE, junk_form
 from mnemo.distill.guard import compare, overlap, words
 from mnemo.distill.policy import is_tool_only
 from mnemo.distill.readings import facts
+from mnemo.distill.refusal import refuses
 from mnemo.distill.said import RULE_WORDS, is_question
 from mnemo.episodes import Episode, Role
 from mnemo.injected import strip_injected
@@ -102,9 +103,10 @@ def chooses(person_lines: Sequence[str], durable: Sequence[bool]) -> bool:
 
 
 def chosen_by(person_lines: Sequence[str], durable: Sequence[bool]) -> str:
-    """What says a person's line chooses: ``words`` (worded as a rule, or accepting a proposal),
-    else ``classifier`` (only the durable-line classifier reads one so), else ''."""
-    if any(RULE_WORDS.search(t) or _ACCEPTS.search(t.strip()) for t in person_lines):
+    """What says a person's line chooses: ``words`` (worded as a rule, accepting a proposal, or
+    refusing one: "no, keep Postgres"), else ``classifier`` (only the durable-line classifier
+    reads one so), else ''."""
+    if any(RULE_WORDS.search(t) or _ACCEPTS.search(t.strip()) or refuses(t) for t in person_lines):
         return "words"
     return "classifier" if any(durable) else ""
 
