@@ -141,7 +141,7 @@ def regated(session: dict[str, Any], matcher: Matcher, root: Path) -> tuple[list
     for at, (memory, draft) in enumerate(zip(memories, drafts, strict=True)):
         cited = [episodes[s] for s in draft.memory.sources if s in episodes]
         kind = MemoryType(memory["type"])
-        verdict = screen(memory["what"], memory["why"], memory["how"], kind, cited, matcher.durability)
+        verdict = screen(memory["what"], kind, cited, matcher.durability)
         if at in repeated:
             dropped.append(f"{memory['what'][:90]} — repeats {repeated[at]}")
         elif verdict.keeps:

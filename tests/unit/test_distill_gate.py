@@ -16,7 +16,6 @@ from mnemo.distill.forms import junk_form
 from mnemo.distill.gate import (
     anchored,
     asks,
-    chooses,
     chosen_by,
     copies_an_example,
     fold_repeats,
@@ -94,19 +93,17 @@ def test_a_what_must_name_only_what_its_sources_hold() -> None:
 def test_a_draft_is_screened_by_what_it_cites() -> None:
     fact, decision = MemoryType.FACT, MemoryType.DECISION
     tool = _said("cat README\nThe service listens on 8080", Role.TOOL)
-    assert screen("The service listens on 8080", "", "", fact, [tool]).reason == "rests on tool output alone"
+    assert screen("The service listens on 8080", fact, [tool]).reason == "rests on tool output alone"
     asked = _said("should I switch to a monorepo? they share the same backend?")
-    answered = screen(
-        "The apps share one backend", "", "", fact, [asked, _said("Yes.", Role.ASSISTANT, "e2")]
-    )
+    answered = screen("The apps share one backend", fact, [asked, _said("Yes.", Role.ASSISTANT, "e2")])
     assert answered.reason == "answers what the person asked: the person stated nothing"
     stated = _said("they share the same backend, so keep them in one repo")
-    assert screen("The apps share one backend", "", "", fact, [stated]).keeps
+    assert screen("The apps share one backend", fact, [stated]).keeps
     command = _said("convert this query to rails console code for the users")
-    verdict = screen("Rails console code queries the users table", "", "", decision, [command])
+    verdict = screen("Rails console code queries the users table", decision, [command])
     assert verdict.reason.startswith("restates what the person asked for") or "chooses" in verdict.reason
     chosen = _said("let's go with option B, the queue stays in Postgres")
-    assert screen("The queue stays in Postgres", "", "", decision, [chosen]).keeps
+    assert screen("The queue stays in Postgres", decision, [chosen]).keeps
 
 
 def _draft(what: str, *sources: str) -> Draft:
@@ -221,8 +218,8 @@ def test_facts_that_name_a_session_a_chat_or_a_purpose_are_not_junk() -> None:
 
 def test_only_a_whole_word_of_assent_accepts_what_was_proposed() -> None:
     lines = ["simplify the build script", "sidebar: make it blue", "okapi"]
-    assert not chooses(lines, [False] * 3)
-    assert all(chooses([line], [False]) for line in ("ok, go", "sí, vale", "B", "let's use pnpm"))
+    assert not chosen_by(lines, [False] * 3)
+    assert all(chosen_by([line], [False]) for line in ("ok, go", "sí, vale", "B", "let's use pnpm"))
 
 
 def test_an_error_met_once_and_work_in_the_process_of_being_done_are_no_memories() -> None:

@@ -13,7 +13,7 @@ dropped (it stays in the episodes, and the judge log says why) when:
   version it states that none of them holds ("I must call the StructuredOutput tool");
 - the person's lines it cites only ask (:func:`asks`), or it copies the person's request or
   question ("Create a GitHub repo on my account");
-- it is a *decision* no line of the person's chooses or sets a rule (:func:`chooses`).
+- it is a *decision* no line of the person's chooses or sets a rule (:func:`chosen_by`).
 
 Before screening, a draft's sources gain the person's line that states what it states when the
 model cited only the agent's (:func:`anchored`), and drafts that repeat one another are folded
@@ -96,12 +96,6 @@ def copies_an_example(what: str, sources: Sequence[str]) -> bool:
     )
 
 
-def chooses(person_lines: Sequence[str], durable: Sequence[bool]) -> bool:
-    """Whether a person's line chooses or sets a rule: durable by the classifier, or worded as a
-    rule, or accepts what was proposed (a short yes, an option picked) — not only commands."""
-    return bool(chosen_by(person_lines, durable))
-
-
 def chosen_by(person_lines: Sequence[str], durable: Sequence[bool]) -> str:
     """What says a person's line chooses: ``words`` (worded as a rule, accepting a proposal, or
     refusing one: "no, keep Postgres"), else ``classifier`` (only the durable-line classifier
@@ -113,8 +107,6 @@ def chosen_by(person_lines: Sequence[str], durable: Sequence[bool]) -> str:
 
 def screen(
     what: str,
-    why: str,
-    how: str,
     kind: MemoryType,
     cited: Sequence[Episode],
     durability: Durability | None = None,
@@ -131,7 +123,7 @@ def screen(
         return Screening(f"names what none of its sources holds: {', '.join(missing[:3])}")
     if copies_an_example(what, sources):
         return Screening("copies an example of the extraction prompt, not the conversation")
-    said = [strip_injected(e.text) for e in cited if e.role == Role.USER]
+    said = [text for e, text in zip(cited, sources, strict=True) if e.role == Role.USER]
     if said and all(asks(t) for t in said):
         return Screening("answers what the person asked: the person stated nothing")
     copied = [
@@ -139,8 +131,11 @@ def screen(
     ]
     if copied and all(junk_form(c.strip()) in ("command", "request") or asks(t) for c, t in copied):
         return Screening("restates what the person asked for, not anything that lasts")
-    durable = durability.durable(said, "person") if durability is not None and said else [False] * len(said)
-    by = chosen_by(said, durable) if kind is MemoryType.DECISION and said else "words"
+    if kind is not MemoryType.DECISION or not said:
+        return Screening()
+    # Only a decision asks the classifier (an embedding of each line): the writer's hot path.
+    durable = durability.durable(said, "person") if durability is not None else [False] * len(said)
+    by = chosen_by(said, durable)
     if not by:
         return Screening("a decision no line of the person's chooses: only requests to do something now")
     if by == "classifier":

@@ -243,7 +243,7 @@ class Distiller:
             memory = new_memory(batch, seq, draft, by_id, now)
             cited = [by_id[s] for s in draft.memory.sources]
             what = draft.memory
-            screening = screen(what.what, what.why, what.how, what.type, cited, self._durability)
+            screening = screen(what.what, what.type, cited, self._durability)
             if seq in repeated or not screening.keeps:
                 # Not a memory (mnemo.distill.gate): it stays in the episodes; the log says why.
                 reason = (
