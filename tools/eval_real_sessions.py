@@ -143,7 +143,7 @@ def main() -> None:
     )
     parser.add_argument("--llm-url", required=True)
     parser.add_argument("--model", required=True)
-    parser.add_argument("--part", choices=("fit", "blind", "all"), default="fit")
+    parser.add_argument("--part", choices=("fit", "blind", "blind2", "all"), default="fit")
     parser.add_argument("--only", action="append", default=[], help="a session id (repeatable)")
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="where real_sessions.py restored raw/")
     parser.add_argument("--embedder", default="use-multilingual-v3")

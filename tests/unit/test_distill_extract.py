@@ -305,6 +305,10 @@ def test_what_counts_as_a_statement_to_look_at_again_and_what_a_preference_is() 
     assert uncovered_statements(episodes, [draft]) == episodes[:1] + episodes[2:3]
     assert preferred(draft, episodes).memory.type == MemoryType.PREFERENCE  # it cites "Me gusta"
     assert preferred(draft, episodes[:4]).memory.type == MemoryType.DECISION
+    german = _episodes(("ep_1", Role.USER, "schreibe alles auf deutsch"))
+    memory = ExtractedMemory(type=MemoryType.DECISION, what="Schreibe alles auf Deutsch", sources=["ep_1"])
+    asked = preferred(Draft(memory, human_backed=True, demoted=False), german)
+    assert asked.memory.type == MemoryType.PREFERENCE  # the language the person wants
 
 
 def test_a_second_look_that_shares_no_word_with_its_line_is_not_kept(

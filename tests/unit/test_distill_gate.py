@@ -254,3 +254,23 @@ def test_a_decision_only_the_classifier_reads_as_chosen_waits_for_a_person() -> 
         MemoryStatus.ACTIVE,
         "",
     )
+
+
+def test_a_step_of_this_sessions_work_is_no_memory_unless_it_says_it_stands() -> None:
+    assert junk_form("Do the resize again but add 20% instead of 10%.") == "session step"
+    assert junk_form("Now don't resize, export with the quality you were using") == "session step"
+    assert junk_form("Esta vez exporta al 90 %") == "session step"
+    assert junk_form("Never run the seed script again: it duplicates the rows") == ""
+    # A line about the session's last steps chooses nothing, whatever rule words it uses.
+    assert chosen_by(["do the resize again but add 20% instead of 10%"], [True]) == ""
+    assert chosen_by(["from now on resize to 20% more, as before"], [False]) == "words"
+
+
+def test_a_rule_or_a_language_asked_for_chooses_in_any_language() -> None:
+    assert chosen_by(["schreibe alles auf deutsch"], [False]) == "words"
+    assert chosen_by(["désormais on utilise pnpm"], [False]) == "words"
+    assert chosen_by(["以后都用中文回答"], [False]) == "words"
+    assert junk_form("Write everything in German") == ""  # how the person wants things written
+    assert junk_form("Translate the README to German") == "command"  # a one-off
+    german = _said("schreibe alles auf deutsch")
+    assert screen("Schreibe alles auf Deutsch", MemoryType.DECISION, [german]).keeps

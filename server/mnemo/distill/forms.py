@@ -1,6 +1,6 @@
 """What a draft's *what* reads as by its form alone, for no model call: a question, a request, a
-session event, a host's wrapper text, a command to do something now, a work log, a transient state
-— or a memory's form ('').
+session event, a step of this session's work, a host's wrapper text, a command to do something
+now, a work log, a transient state — or a memory's form ('').
 
 The word lists were written from the fit part of the real sessions (tests/data/real_sessions) and
 scored once on its blind part (docs/benchmarks.md, "The writer on real sessions"). :mod:`mnemo.distill.gate`
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from mnemo.distill.said import is_question
+from mnemo.distill.said import LANGUAGE_ASKED, about_this_session, is_question
 
 # Verbs whose base form opens a command to do something now, and whose past opens a work log.
 _ACTIONS = (
@@ -30,7 +30,7 @@ _ACTIONS = (
     "finalize|finalise|continue|resume|proceed|retry|rerun|reinstall|rebuild|redeploy|reorganize|"
     "organize|cleanup|uncomment|comment out|wrap|unwrap|mark|tick|validate|confirm|"
     "inspect|examine|explore|audit|benchmark|measure|profile|reproduce|simulate|localize|localise|"
-    "rework|redo|adapt"
+    "rework|redo|adapt|do|resize|crop|scale|compress|rotate|encode|decode|render|sort|filter"
 )
 _PAST = (
     "added|created|made|pushed|pulled|committed|merged|fixed|updated|upgraded|installed|uninstalled|"
@@ -167,6 +167,7 @@ FORM_WORDS = {
     "transient state": "a transient state",
     "incident": "an error met once",
     "session event": "something about the session itself",
+    "session step": "a step of this session's work (again, this time, as before)",
     "wrapper text": "a host's wrapper text",
 }
 
@@ -181,9 +182,11 @@ def junk_form(what: str) -> str:
         return "question"
     if _AGENT_VOICE.search(text):
         return "session event"
+    if about_this_session(text):
+        return "session step"
     for kind, pattern in _FORMS:
         if pattern.search(text):
-            if kind in _LASTS_ANYWAY and WORDED_AS_RULE.search(text):
+            if kind in _LASTS_ANYWAY and (WORDED_AS_RULE.search(text) or LANGUAGE_ASKED.search(text)):
                 continue
             if kind in ("command", "request") and _CONSTRAINT.search(text):
                 continue  # a requirement: "The user asked for the LMS in pure Go, with only the stdlib"

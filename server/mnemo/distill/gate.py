@@ -36,7 +36,7 @@ from mnemo.distill.guard import compare, overlap, words
 from mnemo.distill.policy import is_tool_only
 from mnemo.distill.readings import facts
 from mnemo.distill.refusal import refuses
-from mnemo.distill.said import RULE_WORDS, is_question
+from mnemo.distill.said import about_this_session, is_question, rule_words_anywhere
 from mnemo.episodes import Episode, Role
 from mnemo.injected import strip_injected
 from mnemo.store.distill import JudgeLogRow
@@ -97,12 +97,14 @@ def copies_an_example(what: str, sources: Sequence[str]) -> bool:
 
 
 def chosen_by(person_lines: Sequence[str], durable: Sequence[bool]) -> str:
-    """What says a person's line chooses: ``words`` (worded as a rule, accepting a proposal, or
-    refusing one: "no, keep Postgres"), else ``classifier`` (only the durable-line classifier
-    reads one so), else ''."""
-    if any(RULE_WORDS.search(t) or _ACCEPTS.search(t.strip()) or refuses(t) for t in person_lines):
+    """What says a person's line chooses: ``words`` (worded as a rule in any language, a language
+    asked for, accepting a proposal, or refusing one: "no, keep Postgres"), else ``classifier``
+    (only the durable-line classifier reads one so), else ''. A line about this session's own last
+    steps ("do the resize again but add 20% instead") chooses nothing."""
+    lines = [(t, d) for t, d in zip(person_lines, durable, strict=True) if not about_this_session(t)]
+    if any(rule_words_anywhere(t) or _ACCEPTS.search(t.strip()) or refuses(t) for t, _ in lines):
         return "words"
-    return "classifier" if any(durable) else ""
+    return "classifier" if any(d for _, d in lines) else ""
 
 
 def screen(

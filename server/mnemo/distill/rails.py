@@ -20,7 +20,7 @@ from mnemo.distill.durable import Durability
 from mnemo.distill.extract import Draft, ExtractionError, extract
 from mnemo.distill.guard import words
 from mnemo.distill.llm import ChatModel
-from mnemo.distill.said import is_question, picks_option, states_lasting_anywhere
+from mnemo.distill.said import LANGUAGE_ASKED, is_question, picks_option, states_lasting_anywhere
 from mnemo.episodes import Episode, Role
 from mnemo.errors import ModelRefusedError, ModelTimeoutError
 from mnemo.injected import strip_injected
@@ -97,11 +97,12 @@ def covers(drafts: Sequence[Draft], text: str) -> bool:
 
 
 def preferred(draft: Draft, episodes: Sequence[Episode]) -> Draft:
-    """A draft citing a person's line that says what they prefer is a preference, whatever type
-    the model gave it ("Prefiero que los mensajes de commit vayan en inglés")."""
-    cited = [e for e in episodes if e.id in draft.memory.sources and e.role == Role.USER]
+    """A draft citing a person's line that says what they prefer, or the language they want, is a
+    preference, whatever type the model gave it ("Prefiero que los mensajes de commit vayan en
+    inglés", "schreibe alles auf Deutsch")."""
+    said = [strip_injected(e.text) for e in episodes if e.id in draft.memory.sources and e.role == Role.USER]
     if draft.memory.type in (MemoryType.DECISION, MemoryType.FACT) and any(
-        _PREFERS.search(strip_injected(e.text)) for e in cited
+        _PREFERS.search(line) or LANGUAGE_ASKED.search(line) for line in said
     ):
         return replace(
             draft, memory=draft.memory.model_copy(update={"type": MemoryType.PREFERENCE}), demoted=False
