@@ -14,7 +14,8 @@ are theirs.
 
 ``--regate`` applies today's rules of what may become a memory (:mod:`mnemo.distill.gate`) to what
 the run left, as if the writer had applied them before the judge (the episodes each memory cites
-read again from the transcripts): what they drop is left out of every figure and counted apart.
+read again from the transcripts): what they drop is left out of every figure and counted apart,
+and a why or how the extraction would drop today (:func:`mnemo.distill.extract.stated`) is cleared.
 It replays a run made before a rule changed without asking the model again; what the judge would
 have done differently without the dropped drafts is not replayed.
 
@@ -40,12 +41,13 @@ import numpy as np
 from mnemo import transcripts
 from mnemo.config import load_settings
 from mnemo.distill.durable import Durability
-from mnemo.distill.extract import Draft, ExtractedMemory
+from mnemo.distill.extract import Draft, ExtractedMemory, stated
 from mnemo.distill.gate import anchored, fold_repeats, screen
-from mnemo.distill.guard import overlap
+from mnemo.distill.guard import overlap, words
 from mnemo.embed import load_embedder
 from mnemo.episodes import Episode, EpisodeIntake
 from mnemo.importing.transcripts import transcript_episodes
+from mnemo.injected import strip_injected
 from mnemo.secrets import SecretRedactor
 from mnemo.vocabulary import MemoryType
 from real_sessions import DEFAULT_DIR, manifest, raw_path
@@ -131,6 +133,7 @@ def regated(session: dict[str, Any], matcher: Matcher, root: Path) -> tuple[list
     episodes = episodes_of(session["id"], root)
     conversation = list(episodes.values())
     memories = [{**d, "status": "active"} if d["status"] == "dropped" else d for d in session["memories"]]
+    memories = [_restated(m, episodes) for m in memories]
     drafts = []
     for memory in memories:
         extracted = ExtractedMemory(type=MemoryType(memory["type"]), what=memory["what"], why=memory["why"],
@@ -150,6 +153,12 @@ def regated(session: dict[str, Any], matcher: Matcher, root: Path) -> tuple[list
         else:
             dropped.append(f"{memory['what'][:90]} — {verdict.reason}")
     return kept, dropped
+
+
+def _restated(memory: dict[str, Any], episodes: dict[str, Episode]) -> dict[str, Any]:
+    """``memory`` with the why and how that today's extraction would drop (:func:`stated`)."""
+    cited = words(" ".join(strip_injected(episodes[s].text) for s in memory["sources"] if s in episodes))
+    return {**memory, **{k: "" for k in ("why", "how") if memory[k] and not stated(memory[k], cited)}}
 
 
 def score(
