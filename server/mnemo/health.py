@@ -156,12 +156,12 @@ def _kept_first(memory: Memory) -> tuple[bool, datetime, str]:
 
 
 def frame(text: str) -> str:
-    """``text`` with its values set aside: what two statements of one thing at different values share."""
-    values = facts(text)
+    """``text`` with its values set aside: what two statements of one thing at different values
+    share. A file's path or name is not a value: it says which thing ("Type error in
+    ./src/a.ts" and "… in ./src/b.ts" are two)."""
     shown = text.lower()
-    for kind in ("quantity", "version", "identifier"):
-        for value in values[kind]:
-            shown = shown.replace(value.split(":", 1)[-1].lower(), " ")
+    for value in _values(text):
+        shown = shown.replace(value.split(":", 1)[-1].lower(), " ")
     shown = _WEEKDAYS.sub(" ", shown)
     shown = re.sub(r"\d+(?:[.,]\d+)?", " ", shown)
     return normal(shown)
@@ -169,8 +169,11 @@ def frame(text: str) -> str:
 
 def _values(text: str) -> set[str]:
     found = facts(text)
-    values = {v for kind in ("quantity", "version", "identifier") for v in found[kind]}
+    values = {v for kind in ("quantity", "version", "identifier") for v in found[kind] if not _PATH.search(v)}
     return values | {d.lower().rstrip("s") for d in _WEEKDAYS.findall(text)}
+
+
+_PATH = re.compile(r"/|\.[a-z][a-z0-9]{0,5}$", re.IGNORECASE)  # src/app.ts, config.toml
 
 
 def _superseded(evidence: Evidence) -> list[Finding]:

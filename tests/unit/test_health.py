@@ -58,3 +58,14 @@ def test_each_text_is_embedded_once_and_pairs_with_few_words_shared_not_at_all()
 
 def test_the_command_line_knows_the_same_kinds_as_the_api() -> None:
     assert AUDIT_KINDS == FINDING_KINDS
+
+
+def test_one_statement_at_two_values_is_superseded_but_two_files_are_two_statements() -> None:
+    memories = [
+        make_memory("m-120", "The uploads ALB idle timeout is 120 s", NOW - 2 * DAY),
+        make_memory("m-600", "The uploads ALB idle timeout is 600 s", NOW - DAY),
+        make_memory("m-a", "Strict mode is enabled in src/app/config.ts since v2", NOW - 2 * DAY),
+        make_memory("m-b", "Strict mode is enabled in src/lib/legacy.ts since v3", NOW - DAY),
+    ]
+    found = audit(_evidence(memories, []), ["superseded"])
+    assert [(f.memories, f.action) for f in found] == [(["m-600", "m-120"], "close")]
