@@ -1,5 +1,5 @@
 """tests/data/real_sessions holds what its README says: every session of the manifest labelled in
-its part, the parts split by repository (a blind repository shares no session with the fit ones),
+its part, the parts split by repository (no repository has sessions in two parts),
 each label of a known type, and each verdict about a labelled session."""
 
 from __future__ import annotations
@@ -23,12 +23,15 @@ def _file(session_id: object) -> str:
 def test_every_session_is_labelled_in_its_part_and_the_parts_share_no_repository() -> None:
     rows = _manifest()
     assert len(rows) == len({r["id"] for r in rows})
-    for part in ("fit", "blind"):
+    parts = ("fit", "blind", "blind2")
+    assert {r["part"] for r in rows} == set(parts)
+    for part in parts:
         named = {_file(r["id"]) for r in rows if r["part"] == part}
         assert {p.name for p in (DATA / "labels" / part).glob("*.json")} == named
-    fit = {r["repo"] for r in rows if r["part"] == "fit"}
-    blind = {r["repo"] for r in rows if r["part"] == "blind"}
-    assert fit and blind and not fit & blind
+    repos = {part: {r["repo"] for r in rows if r["part"] == part} for part in parts}
+    for part in parts:
+        others = set().union(*(repos[other] for other in parts if other != part))
+        assert repos[part] and not repos[part] & others, part
     types = {t.value for t in MemoryType}
     for path in (DATA / "labels").glob("*/*.json"):
         labels = json.loads(path.read_text())
@@ -37,7 +40,7 @@ def test_every_session_is_labelled_in_its_part_and_the_parts_share_no_repository
 
 def test_each_verdict_is_about_a_labelled_session_and_names_only_its_labels() -> None:
     for path in (DATA / "judged").glob("*/*.json"):
-        part = "blind" if path.parent.name == "blind" else "fit"
+        part = path.parent.name if path.parent.name in ("blind", "blind2") else "fit"
         verdict = json.loads(path.read_text())
         labels = json.loads((DATA / "labels" / part / path.name).read_text())
         assert _file(verdict["id"]) == path.name

@@ -88,7 +88,7 @@ _THIS_SESSION = re.compile(
     r"you (?:were|are|have been) using|you used|you just|you did|you made|you wrote|you tried|"
     r"the previous (?:one|step|run|version|attempt)|the last (?:one|step|run|attempt)|"
     r"otra vez|de nuevo|esta vez|como antes|encore une fois|à nouveau|cette fois|comme avant|"
-    r"nochmal|noch einmal|diesmal|wie vorher|de novo|novamente|desta vez|como antes)\b",
+    r"nochmal|noch einmal|diesmal|wie vorher|de novo|novamente|desta vez)\b",
     re.IGNORECASE,
 )
 _STANDS = re.compile(
