@@ -129,10 +129,18 @@ def episodes_of(session_id: str, root: Path) -> dict[str, Episode]:
 def regated(session: dict[str, Any], matcher: Matcher, root: Path) -> tuple[list[dict[str, Any]], list[str]]:
     """The session's memories (and the drafts the run's gate dropped, taken as the judge would
     have added them) today's gate keeps, and why each other one is dropped: their sources
-    anchored, repeats folded, then screened, as the writer does."""
+    anchored, repeats folded, then screened, as the writer does. A draft the run itself folded
+    into an earlier one stays folded: the run's output does not keep the batch's order, and read
+    in another order the repeat, not the draft it repeats, would be screened (the fold's rule is
+    the same since the run of a44b1cc)."""
     episodes = episodes_of(session["id"], root)
     conversation = list(episodes.values())
-    memories = [{**d, "status": "active"} if d["status"] == "dropped" else d for d in session["memories"]]
+    folded = [d for d in session["memories"] if (d.get("reason") or "").startswith(RUN_FOLDED)]
+    memories = [
+        {**d, "status": "active"} if d["status"] == "dropped" else d
+        for d in session["memories"]
+        if d not in folded
+    ]
     memories = [_restated(m, episodes) for m in memories]
     drafts = []
     for memory in memories:
@@ -152,7 +160,10 @@ def regated(session: dict[str, Any], matcher: Matcher, root: Path) -> tuple[list
             kept.append({**memory, "status": "candidate"} if waits else memory)
         else:
             dropped.append(f"{memory['what'][:90]} — {verdict.reason}")
-    return kept, dropped
+    return kept, dropped + [f"{d['what'][:90]} — {d['reason']} (in the run)" for d in folded]
+
+
+RUN_FOLDED = "repeats draft"  # the judge log's reason for a draft the writer folded into another
 
 
 def _restated(memory: dict[str, Any], episodes: dict[str, Episode]) -> dict[str, Any]:
