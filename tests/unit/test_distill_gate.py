@@ -274,3 +274,13 @@ def test_a_rule_or_a_language_asked_for_chooses_in_any_language() -> None:
     assert junk_form("Translate the README to German") == "command"  # a one-off
     german = _said("schreibe alles auf deutsch")
     assert screen("Schreibe alles auf Deutsch", MemoryType.DECISION, [german]).keeps
+
+
+def test_a_fragment_a_log_with_its_auxiliary_and_something_not_working_are_no_memories() -> None:
+    assert junk_form("Финансовый отчет 2026.xlsx") == "fragment"  # a file's name, no statement
+    assert junk_form("vale, push") == "fragment"
+    assert junk_form("采用方案二") == ""  # a script written without spaces is not counted by words
+    assert junk_form("The team has implemented the changes to the ISE service") == "work log"
+    assert junk_form("OCR functionality is not working as expected") == "transient state"
+    assert junk_form("The person decided to checkout the branch 001-user-geocode manually") == "session event"
+    assert junk_form("Teams is installed as a PWA") == ""

@@ -1,9 +1,10 @@
 """What a draft's *what* reads as by its form alone, for no model call: a question, a request, a
 session event, a step of this session's work, a host's wrapper text, a command to do something
-now, a work log, a transient state — or a memory's form ('').
+now, a work log, a transient state, a name or a fragment — or a memory's form ('').
 
-The word lists were written from the fit part of the real sessions (tests/data/real_sessions) and
-scored once on its blind part (docs/benchmarks.md, "The writer on real sessions"). :mod:`mnemo.distill.gate`
+The word lists were written from the fit part of the real sessions (tests/data/real_sessions),
+scored once on each of its blind parts and then widened from their verdicts (docs/benchmarks.md,
+"The writer on real sessions", says which figure is which). :mod:`mnemo.distill.gate`
 drops drafts by them, and `mnemo audit` (:mod:`mnemo.health`) flags what a store holds by them.
 """
 
@@ -30,7 +31,8 @@ _ACTIONS = (
     "finalize|finalise|continue|resume|proceed|retry|rerun|reinstall|rebuild|redeploy|reorganize|"
     "organize|cleanup|uncomment|comment out|wrap|unwrap|mark|tick|validate|confirm|"
     "inspect|examine|explore|audit|benchmark|measure|profile|reproduce|simulate|localize|localise|"
-    "rework|redo|adapt|do|resize|crop|scale|compress|rotate|encode|decode|render|sort|filter"
+    "rework|redo|adapt|do|resize|crop|scale|compress|rotate|encode|decode|render|sort|filter|"
+    "checkout|check out"
 )
 _PAST = (
     "added|created|made|pushed|pulled|committed|merged|fixed|updated|upgraded|installed|uninstalled|"
@@ -97,7 +99,7 @@ _FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "work log",
         re.compile(
-            rf"^(?:{_WHO} )?(?:{_PAST})\b"
+            rf"^(?:{_WHO} )?(?:(?:has|have|had) )?(?:{_PAST})\b"
             r"|\b(?:tests?|build|ci) (?:now )?(?:pass|passes|passed|is green|are green|succeed)",
             re.I,
         ),
@@ -133,7 +135,7 @@ _FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"is pending|are pending|for now|should now|"
             r"still (?:not|isn't|aren't|doesn't|don't|fails?|broken)|"
             r"(?:isn't|aren't|doesn't|don't|is not|are not) (?:\w+ )?(?:right|working|fixed) "
-            r"(?:yet|still))\b",
+            r"(?:yet|still)|(?:is|are) not working|(?:isn't|aren't) working|not working as expected)\b",
             re.IGNORECASE,
         ),
     ),
@@ -168,15 +170,16 @@ FORM_WORDS = {
     "incident": "an error met once",
     "session event": "something about the session itself",
     "session step": "a step of this session's work (again, this time, as before)",
+    "fragment": "a name or a fragment, not a statement",
     "wrapper text": "a host's wrapper text",
 }
 
 
 def junk_form(what: str) -> str:
     """The kind of non-memory ``what`` reads as ('' when its form is a memory's): a question, a
-    request, a session event, wrapper text; a command, a work log or a transient state unless
-    ``what`` itself is worded as a rule (a model's why and how are its own words, and say "should"
-    freely)."""
+    request, a session event, a step of this session's work, wrapper text; a command, a work log
+    or a transient state unless ``what`` itself is worded as a rule (a model's why and how are its
+    own words, and say "should" freely); else a fragment of fewer than three words."""
     text = " ".join(what.split())
     if is_question(text):
         return "question"
@@ -193,7 +196,18 @@ def junk_form(what: str) -> str:
             if kind in ("command", "work log") and _is_statement(text):
                 continue  # "Pull requests are squash-merged", "Added fields are validated": a statement
             return kind
-    return ""
+    return "fragment" if _fragment(text) else ""
+
+
+# A what of fewer than three words once its paths and file names are set aside ("Финансовый отчет
+# 2026.xlsx", "Sheet1", "vale, push") states nothing; scripts written without spaces (Chinese,
+# Japanese, Korean) are not counted so.
+_PATHS = re.compile(r"\S*(?:/|\.[A-Za-z]\w{0,5}\b)\S*")
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+
+
+def _fragment(text: str) -> bool:
+    return not _UNSPACED.search(text) and len(re.findall(r"\w+", _PATHS.sub(" ", text))) < 3
 
 
 # The agent's own voice inside a sentence: "The notification is for the server that I restarted".
