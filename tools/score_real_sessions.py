@@ -141,7 +141,8 @@ def regated(session: dict[str, Any], matcher: Matcher, root: Path) -> tuple[list
         for d in session["memories"]
         if d not in folded
     ]
-    memories = [_restated(m, episodes) for m in memories]
+    shown = words(" ".join(strip_injected(e.text) for e in conversation))
+    memories = [_restated(m, shown) for m in memories]
     drafts = []
     for memory in memories:
         extracted = ExtractedMemory(type=MemoryType(memory["type"]), what=memory["what"], why=memory["why"],
@@ -166,10 +167,10 @@ def regated(session: dict[str, Any], matcher: Matcher, root: Path) -> tuple[list
 RUN_FOLDED = "repeats draft"  # the judge log's reason for a draft the writer folded into another
 
 
-def _restated(memory: dict[str, Any], episodes: dict[str, Episode]) -> dict[str, Any]:
-    """``memory`` with the why and how that today's extraction would drop (:func:`stated`)."""
-    cited = words(" ".join(strip_injected(episodes[s].text) for s in memory["sources"] if s in episodes))
-    return {**memory, **{k: "" for k in ("why", "how") if memory[k] and not stated(memory[k], cited)}}
+def _restated(memory: dict[str, Any], shown: frozenset[str]) -> dict[str, Any]:
+    """``memory`` with the why and how that today's extraction would drop (:func:`stated`), read
+    against the whole session (the extraction reads its stretch: at most that)."""
+    return {**memory, **{k: "" for k in ("why", "how") if memory[k] and not stated(memory[k], shown)}}
 
 
 def score(

@@ -241,14 +241,14 @@ def test_a_why_the_transcript_does_not_state_is_dropped_and_a_stated_one_kept(
     assert dropped.memory.why == "" and dropped.memory.how == "" and dropped.memory.what == invented["what"]
 
 
-def test_a_why_or_how_stands_only_where_the_cited_lines_state_it_and_it_narrates_nothing() -> None:
-    cited = words("Deploys move to Thursday: QA needs Wednesday to test the release.")
-    assert stated("QA needs Wednesday to test the release", cited)
-    # Words of the session elsewhere, not of the lines cited: the model's own.
-    assert not stated("The release train is cut on Monday night by the platform team", cited)
+def test_a_why_or_how_stands_only_where_the_transcript_states_it_and_it_narrates_nothing() -> None:
+    shown = words("Deploys move to Thursday: QA needs Wednesday to test the release. Done, moved.")
+    assert stated("QA needs Wednesday to test the release", shown)
+    # Half of its words nowhere in what was read: the model's own.
+    assert not stated("The release train is cut on Monday night by the platform team", shown)
     # The session narrated, or what someone in it did, is no reason and no way.
-    assert not stated("The person used the Edit tool to move deploys to Thursday", cited)
-    assert not stated("The user asked for deploys on Thursday so QA can test", cited)
+    assert not stated("The person used the Edit tool to move deploys to Thursday", shown)
+    assert not stated("The user asked for deploys on Thursday so QA can test", shown)
 
 
 @pytest.mark.parametrize(

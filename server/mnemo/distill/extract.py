@@ -9,8 +9,8 @@ the ones shown. An unusable answer (no JSON, broken JSON, a wrong type, an unkno
 with the problem named, up to ``ATTEMPTS`` times in all; then :class:`ExtractionError`, and nothing
 is written. Afterwards two rules are applied by code, not left to the model: a decision none of whose
 cited episodes was written by a person — a person's line that ends by asking does not count — is
-stored as a fact; and a why or how that the lines it cites do not state (half of its words theirs)
-or that narrates the session ("The person used the Edit tool to …") is dropped.
+stored as a fact; and a why or how that the transcript does not state (half of its words in the
+lines read) or that narrates the session ("The person used the Edit tool to …") is dropped.
 
 A draft every person's line of which refuses the option it states (:mod:`mnemo.distill.refusal`)
 is marked ``refused``, and waits for a person. For a small model the writer adds rails around
@@ -247,10 +247,11 @@ def _extract_stretch(
             if part
             for draft in _extract_stretch(llm, part, focus, room, reply_tokens, depth + 1)
         ]
+    shown_words = words(" ".join(strip_injected(e.text) for e in by_id.values()))
     memories = extraction.memories
     if focus is not None:
         memories = [m for m in memories if focus.id in m.sources][:1]
-    return [_draft(m, by_id) for m in memories]
+    return [_draft(m, by_id, shown_words) for m in memories]
 
 
 def _why_halved(exc: ModelError) -> str:
@@ -313,10 +314,9 @@ def parse(text: str, by_id: dict[str, Episode]) -> Extraction:
     return extraction
 
 
-def _draft(memory: ExtractedMemory, by_id: dict[str, Episode]) -> Draft:
-    # A why or how its sources do not state is the model's invention: dropped.
-    cited = words(" ".join(strip_injected(by_id[s].text) for s in memory.sources))
-    unstated = {k: "" for k in ("why", "how") if getattr(memory, k) and not stated(getattr(memory, k), cited)}
+def _draft(memory: ExtractedMemory, by_id: dict[str, Episode], shown: frozenset[str]) -> Draft:
+    # A why or how the transcript does not state is the model's invention: dropped.
+    unstated = {k: "" for k in ("why", "how") if getattr(memory, k) and not stated(getattr(memory, k), shown)}
     if unstated:
         memory = memory.model_copy(update=unstated)
     human_backed = any(by_id[s].role == Role.USER for s in memory.sources)
@@ -341,14 +341,15 @@ _ACTOR = re.compile(
 STATED_SHARE = 0.5
 
 
-def stated(text: str, cited: frozenset[str]) -> bool:
-    """Whether a why or how is stated by the lines a memory cites (``cited``: their
-    :func:`words`): half of its words are theirs (the reason's words, a name, a number), and it
-    does not narrate the session or what someone in it did."""
+def stated(text: str, shown: frozenset[str]) -> bool:
+    """Whether a why or how is stated by the transcript (``shown``: the :func:`words` of the lines
+    read): half of its words are there (the reason's words, a name, a number), and it does not
+    narrate the session or what someone in it did. The reason often sits in a line beside the one
+    the memory cites ("big uploads fail at exactly 2 minutes"), so the whole stretch counts."""
     own = words(text)
     if _ACTOR.match(text.strip()) or junk_form(text) in _NARRATES:
         return False
-    return len(own & cited) >= STATED_SHARE * len(own)
+    return len(own & shown) >= STATED_SHARE * len(own)
 
 
 def drafts_json(drafts: Sequence[Draft]) -> str:
