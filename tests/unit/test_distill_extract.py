@@ -244,7 +244,7 @@ def test_a_why_the_transcript_does_not_state_is_dropped_and_a_stated_one_kept(
 def test_a_why_or_how_stands_only_where_the_transcript_states_it_and_it_narrates_nothing() -> None:
     shown = words("Deploys move to Thursday: QA needs Wednesday to test the release. Done, moved.")
     assert stated("QA needs Wednesday to test the release", shown)
-    # Half of its words nowhere in what was read: the model's own.
+    # Hardly a word of it in what was read: the model's own.
     assert not stated("The release train is cut on Monday night by the platform team", shown)
     # The session narrated, or what someone in it did, is no reason and no way.
     assert not stated("The person used the Edit tool to move deploys to Thursday", shown)

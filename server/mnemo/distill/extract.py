@@ -9,8 +9,8 @@ the ones shown. An unusable answer (no JSON, broken JSON, a wrong type, an unkno
 with the problem named, up to ``ATTEMPTS`` times in all; then :class:`ExtractionError`, and nothing
 is written. Afterwards two rules are applied by code, not left to the model: a decision none of whose
 cited episodes was written by a person — a person's line that ends by asking does not count — is
-stored as a fact; and a why or how that the transcript does not state (half of its words in the
-lines read) or that narrates the session ("The person used the Edit tool to …") is dropped.
+stored as a fact; and a why or how that the transcript does not state (a third of its words in
+the lines read) or that narrates the session ("The person used the Edit tool to …") is dropped.
 
 A draft every person's line of which refuses the option it states (:mod:`mnemo.distill.refusal`)
 is marked ``refused``, and waits for a person. For a small model the writer adds rails around
@@ -338,14 +338,15 @@ _ACTOR = re.compile(
     r"i|we)\b",
     re.IGNORECASE,
 )
-STATED_SHARE = 0.5
+STATED_SHARE = 1 / 3
 
 
 def stated(text: str, shown: frozenset[str]) -> bool:
     """Whether a why or how is stated by the transcript (``shown``: the :func:`words` of the lines
-    read): half of its words are there (the reason's words, a name, a number), and it does not
-    narrate the session or what someone in it did. The reason often sits in a line beside the one
-    the memory cites ("big uploads fail at exactly 2 minutes"), so the whole stretch counts."""
+    read): a third of its words are there (the reason's words, a name, a number: a why written in
+    English about a Spanish line shares few more), and it does not narrate the session or what
+    someone in it did. The reason often sits in a line beside the one the memory cites ("big
+    uploads fail at exactly 2 minutes"), so the whole stretch counts."""
     own = words(text)
     if _ACTOR.match(text.strip()) or junk_form(text) in _NARRATES:
         return False
