@@ -284,3 +284,11 @@ def test_a_fragment_a_log_with_its_auxiliary_and_something_not_working_are_no_me
     assert junk_form("OCR functionality is not working as expected") == "transient state"
     assert junk_form("The person decided to checkout the branch 001-user-geocode manually") == "session event"
     assert junk_form("Teams is installed as a PWA") == ""
+
+
+def test_a_rule_chooses_only_what_it_is_about_and_an_assent_whatever_was_proposed() -> None:
+    rule = "以后所有的claude skill 保存在我本地个人目录,而非项目目录"  # from now on: skills live in ~
+    assert chosen_by([rule], [False], "Claude skills are saved in the personal directory") == "words"
+    assert chosen_by([rule], [False], "删除分支 hotfix/fix-app-bottom-nav") == ""  # delete a branch
+    assert chosen_by([rule], [False], "技能保存在个人目录") == "words"  # two characters in common
+    assert chosen_by(["ok, go"], [False], "Memcached caches the orders page") == "words"

@@ -96,15 +96,32 @@ def copies_an_example(what: str, sources: Sequence[str]) -> bool:
     )
 
 
-def chosen_by(person_lines: Sequence[str], durable: Sequence[bool]) -> str:
-    """What says a person's line chooses: ``words`` (worded as a rule in any language, a language
-    asked for, accepting a proposal, or refusing one: "no, keep Postgres"), else ``classifier``
-    (only the durable-line classifier reads one so), else ''. A line about this session's own last
-    steps ("do the resize again but add 20% instead") chooses nothing."""
+def chosen_by(person_lines: Sequence[str], durable: Sequence[bool], what: str = "") -> str:
+    """What says a person's line chooses ``what``: ``words`` (worded as a rule in any language, a
+    language asked for, accepting a proposal, or refusing one: "no, keep Postgres"), else
+    ``classifier`` (only the durable-line classifier reads one so), else ''. A line about this
+    session's own last steps ("do the resize again but add 20% instead") chooses nothing; a line
+    that sets a rule chooses only what it is about — a word, a name or (in scripts written without
+    spaces) two characters in common with ``what`` — while an assent ("yes", "B") accepts whatever
+    was proposed."""
     lines = [(t, d) for t, d in zip(person_lines, durable, strict=True) if not about_this_session(t)]
-    if any(rule_words_anywhere(t) or _ACCEPTS.search(t.strip()) or refuses(t) for t, _ in lines):
+    if any(_ACCEPTS.search(t.strip()) or refuses(t) for t, _ in lines):
+        return "words"
+    lines = [(t, d) for t, d in lines if not what or about_same(what, t)]
+    if any(rule_words_anywhere(t) for t, _ in lines):
         return "words"
     return "classifier" if any(d for _, d in lines) else ""
+
+
+_UNSPACED_PAIR = re.compile(r"(?=([\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]{2}))")
+
+
+def about_same(what: str, line: str) -> bool:
+    """Whether a person's line is about what ``what`` states: a word, a name, or two characters
+    of a script written without spaces in common."""
+    if words(what) & words(line) or named(what) & named(line):
+        return True
+    return bool(set(_UNSPACED_PAIR.findall(what)) & set(_UNSPACED_PAIR.findall(line)))
 
 
 def screen(
@@ -137,7 +154,7 @@ def screen(
         return Screening()
     # Only a decision asks the classifier (an embedding of each line): the writer's hot path.
     durable = durability.durable(said, "person") if durability is not None else [False] * len(said)
-    by = chosen_by(said, durable)
+    by = chosen_by(said, durable, what)
     if not by:
         return Screening("a decision no line of the person's chooses: only requests to do something now")
     if by == "classifier":
