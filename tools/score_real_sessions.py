@@ -14,8 +14,7 @@ are theirs.
 
 ``--regate`` applies today's rules of what may become a memory (:mod:`mnemo.distill.gate`) to what
 the run left, as if the writer had applied them before the judge (the episodes each memory cites
-read again from the transcripts): what they drop is left out of every figure and counted apart,
-and a why or how the extraction would drop today (:func:`mnemo.distill.extract.stated`) is cleared.
+read again from the transcripts): what they drop is left out of every figure and counted apart.
 It replays a run made before a rule changed without asking the model again; what the judge would
 have done differently without the dropped drafts is not replayed.
 
@@ -41,13 +40,12 @@ import numpy as np
 from mnemo import transcripts
 from mnemo.config import load_settings
 from mnemo.distill.durable import Durability
-from mnemo.distill.extract import Draft, ExtractedMemory, stated
+from mnemo.distill.extract import Draft, ExtractedMemory
 from mnemo.distill.gate import anchored, fold_repeats, screen
-from mnemo.distill.guard import overlap, words
+from mnemo.distill.guard import overlap
 from mnemo.embed import load_embedder
 from mnemo.episodes import Episode, EpisodeIntake
 from mnemo.importing.transcripts import transcript_episodes
-from mnemo.injected import strip_injected
 from mnemo.secrets import SecretRedactor
 from mnemo.vocabulary import MemoryType
 from real_sessions import DEFAULT_DIR, manifest, raw_path
@@ -141,8 +139,6 @@ def regated(session: dict[str, Any], matcher: Matcher, root: Path) -> tuple[list
         for d in session["memories"]
         if d not in folded
     ]
-    shown = words(" ".join(strip_injected(e.text) for e in conversation))
-    memories = [_restated(m, shown) for m in memories]
     drafts = []
     for memory in memories:
         extracted = ExtractedMemory(type=MemoryType(memory["type"]), what=memory["what"], why=memory["why"],
@@ -165,12 +161,6 @@ def regated(session: dict[str, Any], matcher: Matcher, root: Path) -> tuple[list
 
 
 RUN_FOLDED = "repeats draft"  # the judge log's reason for a draft the writer folded into another
-
-
-def _restated(memory: dict[str, Any], shown: frozenset[str]) -> dict[str, Any]:
-    """``memory`` with the why and how that today's extraction would drop (:func:`stated`), read
-    against the whole session (the extraction reads its stretch: at most that)."""
-    return {**memory, **{k: "" for k in ("why", "how") if memory[k] and not stated(memory[k], shown)}}
 
 
 def score(

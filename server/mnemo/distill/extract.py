@@ -9,8 +9,7 @@ the ones shown. An unusable answer (no JSON, broken JSON, a wrong type, an unkno
 with the problem named, up to ``ATTEMPTS`` times in all; then :class:`ExtractionError`, and nothing
 is written. Afterwards two rules are applied by code, not left to the model: a decision none of whose
 cited episodes was written by a person — a person's line that ends by asking does not count — is
-stored as a fact; and a why or how that the transcript does not state (a third of its words in
-the lines read) or that narrates the session ("The person used the Edit tool to …") is dropped.
+stored as a fact; and a why or how whose words the transcript does not hold is dropped.
 
 A draft every person's line of which refuses the option it states (:mod:`mnemo.distill.refusal`)
 is marked ``refused``, and waits for a person. For a small model the writer adds rails around
@@ -21,7 +20,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -29,15 +27,13 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mnemo.distill.decide import option_probabilities, yes_no
-from mnemo.distill.forms import junk_form
-from mnemo.distill.guard import words
+from mnemo.distill.guard import overlap, words
 from mnemo.distill.llm import ChatModel, Message, UnusableAnswer, ask_until_usable, json_object
 from mnemo.distill.refusal import states_refused
 from mnemo.distill.said import is_question
 from mnemo.distill.shown import fitted, stretches, transcript
 from mnemo.episodes import Episode, Role
 from mnemo.errors import ModelError, ModelRefusedError, ModelTimeoutError
-from mnemo.injected import strip_injected
 from mnemo.memories import MAX_ENTITIES, MAX_W_CHARS, EntityRef, WText
 from mnemo.validation import describe_validation_error
 from mnemo.vocabulary import MemoryType
@@ -247,7 +243,7 @@ def _extract_stretch(
             if part
             for draft in _extract_stretch(llm, part, focus, room, reply_tokens, depth + 1)
         ]
-    shown_words = words(" ".join(strip_injected(e.text) for e in by_id.values()))
+    shown_words = words(" ".join(e.text for e in by_id.values()))
     memories = extraction.memories
     if focus is not None:
         memories = [m for m in memories if focus.id in m.sources][:1]
@@ -315,8 +311,11 @@ def parse(text: str, by_id: dict[str, Episode]) -> Extraction:
 
 
 def _draft(memory: ExtractedMemory, by_id: dict[str, Episode], shown: frozenset[str]) -> Draft:
-    # A why or how the transcript does not state is the model's invention: dropped.
-    unstated = {k: "" for k in ("why", "how") if getattr(memory, k) and not stated(getattr(memory, k), shown)}
+    # A why or how the transcript does not state is the model's invention: dropped. Stated means
+    # at least a third of its words appear in what was shown (a name, a number, the reason's words).
+    unstated = {
+        k: "" for k in ("why", "how") if getattr(memory, k) and overlap(getattr(memory, k), shown) < 1 / 3
+    }
     if unstated:
         memory = memory.model_copy(update=unstated)
     human_backed = any(by_id[s].role == Role.USER for s in memory.sources)
@@ -327,30 +326,6 @@ def _draft(memory: ExtractedMemory, by_id: dict[str, Episode], shown: frozenset[
         memory = memory.model_copy(update={"type": MemoryType.FACT})
         return Draft(memory, human_backed, demoted=True, refused=refused)
     return Draft(memory, human_backed, demoted=False, refused=refused)
-
-
-# What a small model's why and how narrate instead of stating a reason or a way: the session
-# ("The user asked for a larger icon"), or what someone in it did or wanted ("The person used the
-# Edit tool to …", "The code agent updated the file").
-_NARRATES = frozenset({"question", "request", "session event", "session step", "work log", "passive log"})
-_ACTOR = re.compile(
-    r"^(?:the )?(?:user|person|developer|assistant|agent|code agent|code author|author|team|claude|codex|"
-    r"i|we)\b",
-    re.IGNORECASE,
-)
-STATED_SHARE = 1 / 3
-
-
-def stated(text: str, shown: frozenset[str]) -> bool:
-    """Whether a why or how is stated by the transcript (``shown``: the :func:`words` of the lines
-    read): a third of its words are there (the reason's words, a name, a number: a why written in
-    English about a Spanish line shares few more), and it does not narrate the session or what
-    someone in it did. The reason often sits in a line beside the one the memory cites ("big
-    uploads fail at exactly 2 minutes"), so the whole stretch counts."""
-    own = words(text)
-    if _ACTOR.match(text.strip()) or junk_form(text) in _NARRATES:
-        return False
-    return len(own & shown) >= STATED_SHARE * len(own)
 
 
 def drafts_json(drafts: Sequence[Draft]) -> str:
