@@ -203,7 +203,8 @@ def junk_form(what: str) -> str:
 # 2026.xlsx", "Sheet1", "vale, push") states nothing; scripts written without spaces (Chinese,
 # Japanese, Korean) are not counted so.
 _PATHS = re.compile(r"\S*(?:/|\.[A-Za-z]\w{0,5}\b)\S*")
-_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+UNSPACED = "\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af"  # kana, CJK ideographs, hangul: a character class's body
+_UNSPACED = re.compile(f"[{UNSPACED}]")
 
 
 def _fragment(text: str) -> bool:

@@ -31,7 +31,7 @@ from datetime import datetime
 
 from mnemo.distill.durable import Durability
 from mnemo.distill.extract import SYSTEM, Draft
-from mnemo.distill.forms import FORM_WORDS, WORDED_AS_RULE, junk_form
+from mnemo.distill.forms import FORM_WORDS, UNSPACED, WORDED_AS_RULE, junk_form
 from mnemo.distill.guard import compare, overlap, words
 from mnemo.distill.policy import is_tool_only
 from mnemo.distill.readings import facts
@@ -113,7 +113,7 @@ def chosen_by(person_lines: Sequence[str], durable: Sequence[bool], what: str = 
     return "classifier" if any(d for _, d in lines) else ""
 
 
-_UNSPACED_PAIR = re.compile(r"(?=([\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]{2}))")
+_UNSPACED_PAIR = re.compile(f"(?=([{UNSPACED}]{{2}}))")
 
 
 def about_same(what: str, line: str) -> bool:
