@@ -62,7 +62,8 @@ def _extraction(prompt: str) -> str:
     source = [found.group(1)]
     memories = [
         {"type": "decision", "what": "The shop is deployed on Tuesdays", "sources": source},
-        {"type": "decision", "what": "Releases are frozen on Fridays", "sources": source},
+        # About the shop, as the line it cites: a rule chooses only what it is about (gate.chosen_by).
+        {"type": "decision", "what": "The shop's releases are frozen on Fridays", "sources": source},
     ]
     return json.dumps({"memories": memories})
 
@@ -98,7 +99,8 @@ def test_the_arena_plays_a_scenario_through_the_host_and_scores_what_was_injecte
         assert question["tokens"] > 0
         # Stale is scored per closed check, on what the scenario's questions were given.
         frozen, monday = out["stale"]
-        assert [line.split(": ", 1)[1] for line in frozen["lines"]] == ["Releases are frozen on Fridays"]
+        frozen_lines = [line.split(": ", 1)[1] for line in frozen["lines"]]
+        assert frozen_lines == ["The shop's releases are frozen on Fridays"]
         assert monday["lines"] == [], monday
         assert not question["off_answered"] and question["off_request_tokens"] > 0
         [scenario] = out["scenarios"]
