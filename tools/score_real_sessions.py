@@ -41,7 +41,7 @@ from mnemo import transcripts
 from mnemo.config import load_settings
 from mnemo.distill.durable import Durability
 from mnemo.distill.extract import Draft, ExtractedMemory
-from mnemo.distill.gate import anchored, fold_repeats, screen
+from mnemo.distill.gate import REPEATS, anchored, fold_repeats, screen
 from mnemo.distill.guard import overlap
 from mnemo.embed import load_embedder
 from mnemo.episodes import Episode, EpisodeIntake
@@ -133,7 +133,7 @@ def regated(session: dict[str, Any], matcher: Matcher, root: Path) -> tuple[list
     the same since the run of a44b1cc)."""
     episodes = episodes_of(session["id"], root)
     conversation = list(episodes.values())
-    folded = [d for d in session["memories"] if (d.get("reason") or "").startswith(RUN_FOLDED)]
+    folded = [d for d in session["memories"] if (d.get("reason") or "").startswith(REPEATS)]
     memories = [
         {**d, "status": "active"} if d["status"] == "dropped" else d
         for d in session["memories"]
@@ -158,9 +158,6 @@ def regated(session: dict[str, Any], matcher: Matcher, root: Path) -> tuple[list
         else:
             dropped.append(f"{memory['what'][:90]} — {verdict.reason}")
     return kept, dropped + [f"{d['what'][:90]} — {d['reason']} (in the run)" for d in folded]
-
-
-RUN_FOLDED = "repeats draft"  # the judge log's reason for a draft the writer folded into another
 
 
 def score(

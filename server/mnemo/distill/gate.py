@@ -246,6 +246,14 @@ def fold_repeats(drafts: Sequence[Draft]) -> tuple[list[Draft], dict[int, int]]:
     return kept, repeated
 
 
+def repeat_reason(earlier: int) -> str:
+    """The judge log's reason for a draft folded into the batch's draft ``earlier``."""
+    return f"{REPEATS} {earlier} of the batch"
+
+
+REPEATS = "repeats draft"
+
+
 def _repeats(a: str, b: str) -> bool:
     if normal(a) == normal(b):
         return True

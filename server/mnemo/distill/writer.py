@@ -45,7 +45,7 @@ from mnemo.distill.extract import (
     extraction_stretches,
     worth_extracting,
 )
-from mnemo.distill.gate import anchored, dropped_row, fold_repeats, screen
+from mnemo.distill.gate import anchored, dropped_row, fold_repeats, repeat_reason, screen
 from mnemo.distill.judge import THRESHOLD, Action, judge, judge_log_row
 from mnemo.distill.lease import LeaseLostError, WriterLease
 from mnemo.distill.llm import ChatModel
@@ -246,9 +246,7 @@ class Distiller:
             screening = screen(what.what, what.type, cited, self._durability)
             if seq in repeated or not screening.keeps:
                 # Not a memory (mnemo.distill.gate): it stays in the episodes; the log says why.
-                reason = (
-                    f"repeats draft {repeated[seq]} of the batch" if seq in repeated else screening.reason
-                )
+                reason = repeat_reason(repeated[seq]) if seq in repeated else screening.reason
                 log.append(
                     dropped_row(batch.id, seq, batch.session, batch.namespace, memory.id, draft, reason, now)
                 )
