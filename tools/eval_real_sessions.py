@@ -40,7 +40,7 @@ from mnemo.index.live import RecallEngine
 from mnemo.secrets import SecretRedactor
 from mnemo.store import open_store
 from mnemo.vocabulary import MemoryStatus
-from real_sessions import DEFAULT_DIR, manifest, raw_path
+from real_sessions import DEFAULT_DIR, PARTS, manifest, raw_path
 
 
 def run(args: argparse.Namespace, home: Path) -> dict[str, Any]:
@@ -143,7 +143,7 @@ def main() -> None:
     )
     parser.add_argument("--llm-url", required=True)
     parser.add_argument("--model", required=True)
-    parser.add_argument("--part", choices=("fit", "blind", "blind2", "all"), default="fit")
+    parser.add_argument("--part", choices=(*PARTS, "all"), default="fit")
     parser.add_argument("--only", action="append", default=[], help="a session id (repeatable)")
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="where real_sessions.py restored raw/")
     parser.add_argument("--embedder", default="use-multilingual-v3")

@@ -36,6 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data" / "real_sessions"
 MANIFEST = DATA / "manifest.jsonl"
 DEFAULT_DIR = Path.home() / ".cache" / "mnemo" / "real_sessions"
+PARTS = ("fit", "blind", "blind2")  # the manifest's parts, split by repository
 ANSWER_CHARS = 1_500
 
 
@@ -142,7 +143,7 @@ def main() -> None:
     parser.add_argument("command", choices=("restore", "render", "lines"))
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="where raw/ is kept")
     parser.add_argument("--mirror", type=Path, help="a folder of git snapshots, owner+name/repo")
-    parser.add_argument("--part", choices=("fit", "blind", "blind2", "all"), default="all")
+    parser.add_argument("--part", choices=(*PARTS, "all"), default="all")
     parser.add_argument("--out", type=Path, help="render: the folder to write <id>.md into")
     args = parser.parse_args()
     if args.command == "restore":
