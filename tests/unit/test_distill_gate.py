@@ -279,7 +279,10 @@ def test_a_rule_or_a_language_asked_for_chooses_in_any_language() -> None:
 def test_a_fragment_a_log_with_its_auxiliary_and_something_not_working_are_no_memories() -> None:
     assert junk_form("Финансовый отчет 2026.xlsx") == "fragment"  # a file's name, no statement
     assert junk_form("vale, push") == "fragment"
-    assert junk_form("采用方案二") == ""  # a script written without spaces is not counted by words
+    assert junk_form("采用方案二") == "fragment"  # "adopt option two": nothing out of its conversation
+    assert junk_form("Go with option B.") == "fragment"
+    assert junk_form("采用方案二：缓存放在 Redis") == ""  # it says what was adopted
+    assert junk_form("缓存统一放在Redis") == ""  # a script written without spaces is not counted by words
     assert junk_form("The team has implemented the changes to the ISE service") == "work log"
     assert junk_form("OCR functionality is not working as expected") == "transient state"
     assert junk_form("The person decided to checkout the branch 001-user-geocode manually") == "session event"
@@ -292,3 +295,16 @@ def test_a_rule_chooses_only_what_it_is_about_and_an_assent_whatever_was_propose
     assert chosen_by([rule], [False], "删除分支 hotfix/fix-app-bottom-nav") == ""  # delete a branch
     assert chosen_by([rule], [False], "技能保存在个人目录") == "words"  # two characters in common
     assert chosen_by(["ok, go"], [False], "Memcached caches the orders page") == "words"
+
+
+def test_adopting_an_option_and_russian_rules_choose_and_what_only_opens_like_an_assent_does_not() -> None:
+    adopt = "采用如下方案,我指定创建的skills增加custom前缀,自动创建的不管"  # adopt: my skills get custom-
+    assert chosen_by([adopt], [False], "Skills the person asks for get a custom prefix") == "words"
+    assert chosen_by(["キャッシュはRedisにします"], [False], "The cache is Redis") == "words"
+    assert chosen_by(["캐시는 Redis로 하자"], [False], "The cache is Redis") == "words"
+    assert chosen_by(["всегда пиши отчёт в Excel"], [False], "Reports are written in Excel") == "words"
+    assert chosen_by(["да, делай"], [False], "Memcached caches the orders page") == "words"
+    # An assent in a script written without spaces stands alone; these only begin like one.
+    for line in ("可以帮我看一下日志", "네트워크 설정 확인해줘", "好像有问题"):
+        assert chosen_by([line], [False], "Memcached caches the orders page") == "", line
+    assert chosen_by(["好的，就这样"], [False], "Memcached caches the orders page") == "words"

@@ -201,13 +201,25 @@ def junk_form(what: str) -> str:
 
 # A what of fewer than three words once its paths and file names are set aside ("Финансовый отчет
 # 2026.xlsx", "Sheet1", "vale, push") states nothing; scripts written without spaces (Chinese,
-# Japanese, Korean) are not counted so.
+# Japanese, Korean) are not counted so — but an option picked by its number alone ("采用方案二",
+# "Go with option B") says nothing out of the conversation it was picked in, in any script.
 _PATHS = re.compile(r"\S*(?:/|\.[A-Za-z]\w{0,5}\b)\S*")
 UNSPACED = "\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af"  # kana, CJK ideographs, hangul: a character class's body
 _UNSPACED = re.compile(f"[{UNSPACED}]")
 
 
+_OPTION_ONLY = re.compile(
+    r"^\W*(?:(?:we |the person )?(?:use|uses|go(?:es)? with|adopt|adopts|pick|picks|choose|chooses|chose|"
+    r"picked|adopted|采用|选择|选用|选|用|使用)\s*)?"
+    r"(?:the )?(?:option|plan|approach|proposal|方案|选项|案|オプション|방안|옵션)\s*"
+    r"(?:[a-e1-9]|[一二三四五六七八九]|one|two|three|four)\W*$",
+    re.IGNORECASE,
+)
+
+
 def _fragment(text: str) -> bool:
+    if _OPTION_ONLY.match(text.strip()):
+        return True
     return not _UNSPACED.search(text) and len(re.findall(r"\w+", _PATHS.sub(" ", text))) < 3
 
 

@@ -114,12 +114,14 @@ def chosen_by(person_lines: Sequence[str], durable: Sequence[bool], what: str = 
 
 
 _UNSPACED_PAIR = re.compile(f"(?=([{UNSPACED}]{{2}}))")
+_UNSPACED_RUN = re.compile(f"([{UNSPACED}]+)")
 
 
 def about_same(what: str, line: str) -> bool:
-    """Whether a person's line is about what ``what`` states: a word, a name, or two characters
-    of a script written without spaces in common."""
-    if words(what) & words(line) or named(what) & named(line):
+    """Whether a person's line is about what ``what`` states: a word (also one written inside a
+    script without spaces: "…的skills增加custom前缀"), a name, or two characters of such a script
+    in common."""
+    if words(_spaced(what)) & words(_spaced(line)) or named(what) & named(line):
         return True
     return bool(set(_UNSPACED_PAIR.findall(what)) & set(_UNSPACED_PAIR.findall(line)))
 
@@ -188,9 +190,17 @@ _ASKS = re.compile(
 )
 
 
+# A word of assent opening the line; in the scripts written without spaces it must stand on its
+# own ("可以帮我…" asks, "네트워크" is a word, "好像" means "seems").
+def _spaced(text: str) -> str:
+    """``text`` with its runs of a script written without spaces set apart from the words around."""
+    return _UNSPACED_RUN.sub(r" \1 ", text)
+
+
 _ACCEPTS = re.compile(
     r"^(?:(?:yes|yeah|yep|ok(?:ay)?|sure|sounds good|agreed|go (?:with|for)|let'?s (?:go|do|use)|"
-    r"option [a-e1-9]|oui|d'accord|sí|si|vale|ja|genau)(?!\w)|[a-e1-9][.)]?$|はい|네|好的?|可以)",
+    r"option [a-e1-9]|oui|d'accord|sí|si|vale|ja|genau|да|давай|хорошо|согласна?|ладно)(?!\w)"
+    r"|[a-e1-9][.)]?$|(?:はい|いいです|네|좋아요?|好的?|可以|行|同意|就这样)(?=[\s,.!，。！、]|$))",
     re.IGNORECASE,
 )
 

@@ -28,18 +28,21 @@ _LASTING = re.compile(
 
 RULE_WORDS = _LASTING  # the words alone, without a value: what makes a command or a log a rule
 # The same kinds of words beyond English and Spanish — French, German, Portuguese, Italian,
-# Japanese, Korean, Chinese. Kept apart from _LASTING, which the durable-line classifier was
-# fitted with as one of its signals.
+# Russian, Japanese, Korean, Chinese — and the words that adopt one of the options proposed
+# ("采用方案二", "B로 하자", "それにします"). Kept apart from _LASTING, which the durable-line
+# classifier was fitted with as one of its signals.
 _LASTING_MORE = re.compile(
     r"\b(?:toujours|jamais|désormais|dorénavant|à partir de maintenant|on utilise|nous utilisons|"
     r"je préfère|règle|par défaut|ne plus|parce que|au lieu de|il faut|"
     r"immer|niemals|ab jetzt|ab sofort|künftig|wir verwenden|wir nutzen|ich bevorzuge|lieber|regel|"
     r"standardmäßig|nicht mehr|weil|stattdessen|statt|müssen|sollen|"
     r"sempre|a partir de agora|daqui em diante|usamos|prefiro|preferimos|regra|por padrão|não mais|"
-    r"em vez de|d'ora in poi|usiamo|preferisco|regola|invece di)\b"
-    r"|常に|必ず|いつも|今後|これからは|以降は|絶対に|禁止|ルール|方針"
-    r"|항상|절대|앞으로|반드시|규칙|금지"
-    r"|总是|始终|一律|以后|今后|从现在起|必须|不要|禁止|规则|统一|默认",
+    r"em vez de|d'ora in poi|usiamo|preferisco|regola|invece di|"
+    r"всегда|никогда|впредь|отныне|с этого момента|теперь|по умолчанию|правило|предпочитаю|"
+    r"вместо|больше не|нельзя|обязательно|мы используем|используем|решили|выбираю)\b"
+    r"|常に|必ず|いつも|今後|これからは|以降は|絶対に|禁止|ルール|方針|にします|に決め|を採用|で行きます|でいきます"
+    r"|항상|절대|앞으로|반드시|규칙|금지|으?로 하자|으?로 할게|으?로 하겠|으?로 결정"
+    r"|总是|始终|一律|以后|今后|从现在起|必须|不要|禁止|规则|统一|默认|采用|改用|决定用|就用",
     re.IGNORECASE,
 )
 # A language asked for: how the person wants things written ("schreibe alles auf Deutsch",
