@@ -308,3 +308,20 @@ def test_adopting_an_option_and_russian_rules_choose_and_what_only_opens_like_an
     for line in ("可以帮我看一下日志", "네트워크 설정 확인해줘", "好像有问题"):
         assert chosen_by([line], [False], "Memcached caches the orders page") == "", line
     assert chosen_by(["好的，就这样"], [False], "Memcached caches the orders page") == "words"
+
+
+def test_a_command_is_told_beyond_english_unless_it_says_it_stands() -> None:
+    for what in (
+        "删除分支 hotfix/fix-app-bottom-nav",  # delete the branch
+        "帮我配置一下字体",  # set up the font for me
+        "READMEを英語に翻訳してください",  # translate the README, please
+        "테스트 코드 추가해줘",  # add test code
+        "Сделай отчёт по продажам",  # make a sales report
+        "Ajoute un bouton de connexion",  # add a login button
+        "Bitte die Tests reparieren",  # please fix the tests
+    ):
+        assert junk_form(what) == "command", what
+    assert junk_form("以后提交信息统一用英文") == ""  # from now on commit messages are in English
+    assert junk_form("今後はコメントを日本語で書いてください") == ""  # from now on, comments in Japanese
+    assert junk_form("Всегда пиши отчёт в Excel") == ""  # always write the report in Excel
+    assert junk_form("ローカルのgit設定にだけユーザー名を書く") == ""  # a statement, not a request

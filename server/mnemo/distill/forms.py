@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from mnemo.distill.said import LANGUAGE_ASKED, about_this_session, is_question
+from mnemo.distill.said import LANGUAGE_ASKED, about_this_session, is_question, rule_words_beyond_english
 
 # Verbs whose base form opens a command to do something now, and whose past opens a work log.
 _ACTIONS = (
@@ -96,6 +96,22 @@ _FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     ("question", re.compile(rf"^(?:whether\b|{_WHO} (?:wonders|asked whether|asked if|asked how))", re.I)),
     ("command", re.compile(rf"^(?:please )?(?:{_ACTIONS})\b", re.IGNORECASE)),
+    # The same beyond English: a line that asks for work ("帮我…", "…してください", "…해줘",
+    # "пожалуйста", "Сделай …") or opens with the verb of a chore ("删除分支 …", "配置…字体").
+    (
+        "command",
+        re.compile(
+            r"^(?:请|帮我|帮忙|麻烦|给我|你帮我|删除|创建|新建|修改|添加|增加|提交|推送|运行|执行|检查|查看|看看|"
+            r"看一下|修复|更新|安装|卸载|配置|生成|实现|重构|部署|合并|切换|打开|关闭|写一个|写个|改成|改为)"
+            r"|(?:してください|して下さい|してほしい(?:です)?|してくれ|お願いします|お願い|しといて)[。!！]?$"
+            r"|(?:해줘|해 줘|해주세요|해 주세요|해줄래|주세요|줘)[.!?]?$"
+            r"|^(?:пожалуйста|сделай|создай|удали|добавь|исправь|проверь|запусти|обнови|установи|"
+            r"напиши|покажи|найди|открой|помоги|переделай|настрой|измени|перенеси|почини)\b"
+            r"|^(?:peux-tu|pouvez-vous|fais|ajoute|supprime|corrige|crée|mets|lance|vérifie)\b"
+            r"|^(?:bitte|mach|erstelle|lösche|füge|korrigiere|ändere|prüfe|starte|schreibe)\b",
+            re.IGNORECASE,
+        ),
+    ),
     (
         "work log",
         re.compile(
@@ -189,7 +205,9 @@ def junk_form(what: str) -> str:
         return "session step"
     for kind, pattern in _FORMS:
         if pattern.search(text):
-            if kind in _LASTS_ANYWAY and (WORDED_AS_RULE.search(text) or LANGUAGE_ASKED.search(text)):
+            if kind in _LASTS_ANYWAY and (
+                WORDED_AS_RULE.search(text) or LANGUAGE_ASKED.search(text) or rule_words_beyond_english(text)
+            ):
                 continue
             if kind in ("command", "request") and _CONSTRAINT.search(text):
                 continue  # a requirement: "The user asked for the LMS in pure Go, with only the stdlib"

@@ -101,6 +101,12 @@ _STANDS = re.compile(
 )
 
 
+def rule_words_beyond_english(text: str) -> bool:
+    """Words of a rule in the languages beyond English and Spanish (:data:`_LASTING_MORE`):
+    "以后", "今後", "앞으로", "всегда", "désormais" …"""
+    return _LASTING_MORE.search(text) is not None
+
+
 def about_this_session(text: str) -> bool:
     """Whether a line is about this session's own last steps ("again", "this time", "the setting
     you were using") and does not say it stands from now on."""
