@@ -154,9 +154,11 @@ def screen(
         return Screening("restates what the person asked for, not anything that lasts")
     if kind is not MemoryType.DECISION or not said:
         return Screening()
-    # Only a decision asks the classifier (an embedding of each line): the writer's hot path.
-    durable = durability.durable(said, "person") if durability is not None else [False] * len(said)
-    by = chosen_by(said, durable, what)
+    # Only a decision whose lines no word decides asks the classifier (an embedding of each line):
+    # the writer's hot path.
+    by = chosen_by(said, [False] * len(said), what)
+    if not by and durability is not None:
+        by = chosen_by(said, durability.durable(said, "person"), what)
     if not by:
         return Screening("a decision no line of the person's chooses: only requests to do something now")
     if by == "classifier":
