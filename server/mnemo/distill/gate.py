@@ -192,13 +192,13 @@ _ASKS = re.compile(
 )
 
 
-# A word of assent opening the line; in the scripts written without spaces it must stand on its
-# own ("可以帮我…" asks, "네트워크" is a word, "好像" means "seems").
 def _spaced(text: str) -> str:
     """``text`` with its runs of a script written without spaces set apart from the words around."""
     return _UNSPACED_RUN.sub(r" \1 ", text)
 
 
+# A word of assent opening the line; in the scripts written without spaces it must stand on its
+# own ("可以帮我…" asks, "네트워크" is a word, "好像" means "seems").
 _ACCEPTS = re.compile(
     r"^(?:(?:yes|yeah|yep|ok(?:ay)?|sure|sounds good|agreed|go (?:with|for)|let'?s (?:go|do|use)|"
     r"option [a-e1-9]|oui|d'accord|sí|si|vale|ja|genau|да|давай|хорошо|согласна?|ладно)(?!\w)"
