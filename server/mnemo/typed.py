@@ -12,6 +12,10 @@ their question, so the rest must not pass for it.
   matter, the form of Claude Code's commands and Codex's prompts, with its "User input:"), of which
   only the input is the person's; a template with no input is a turn with no words of the
   person's (:func:`is_template`).
+- **A plan accepted**: Codex's plan mode hands the agent's own proposed plan back as the prompt
+  when the person clicks to implement it ("PLEASE IMPLEMENT THIS PLAN:\n<the plan>"); the
+  person's words are the acceptance alone, the plan is the agent's (its proposal is the answer
+  before).
 - **The host's own messages** are no prompt at all (:func:`is_host_message`): Codex's
   ``<environment_context>`` and ``<user_instructions>``, an AGENTS.md's text, a compaction's
   summary, Claude Code's caveat before local commands.
@@ -30,6 +34,7 @@ _CONTEXT = re.compile(rf"<({'|'.join(_BLOCKS)})>.*?(?:</\1>|\Z)", re.DOTALL)
 _CODEX_IDE = re.compile(
     r"\A\s*# Context from my IDE setup:.*?^## My request for Codex:[ \t]*\n?", re.DOTALL | re.M
 )
+_PLAN_ACCEPTED = re.compile(r"\A\s*(PLEASE IMPLEMENT THIS PLAN):?[ \t]*(?:\n|\Z)")
 _TEMPLATE = re.compile(r"\A\s*## User Input\s*\n+```[a-z]*\n(.*?)\n?```\s*\n", re.DOTALL)
 # A command's file expanded into the prompt: YAML front matter, as Claude Code's commands and
 # Codex's prompts are written; the person's words, if the template marks them, after "User input:".
@@ -66,6 +71,9 @@ def typed(text: str) -> str:
         return f"{name.group(1).strip()} {said}"
     text = _CONTEXT.sub("", text)
     text = _CODEX_IDE.sub("", text, count=1)
+    accepted = _PLAN_ACCEPTED.match(text)
+    if accepted is not None:
+        return accepted.group(1)
     template = _TEMPLATE.match(text)
     if template is not None:
         said = template.group(1).strip()

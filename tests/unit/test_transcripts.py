@@ -198,3 +198,13 @@ def test_a_command_file_expanded_into_the_prompt_is_not_the_persons_words() -> N
     assert typed(front + "User input:\n\n$ARGUMENTS" + steps) == ""
     assert typed(front + "Summarise the repository." + steps) == ""
     assert typed("---\nnot front matter") == "---\nnot front matter"
+
+
+def test_a_plan_accepted_in_codexs_plan_mode_is_the_acceptance_not_the_agents_plan() -> None:
+    from mnemo.typed import typed
+
+    plan = "PLEASE IMPLEMENT THIS PLAN:\n# Multi-file pipeline\n\n- The voter groups answers within 1 %"
+    assert typed(plan) == "PLEASE IMPLEMENT THIS PLAN"
+    assert typed("please implement this plan: but keep the old parser") == (
+        "please implement this plan: but keep the old parser"  # typed by the person, not the host's
+    )

@@ -1,6 +1,7 @@
 """What a draft's *what* reads as by its form alone, for no model call: a question, a request, a
 session event, a step of this session's work, a host's wrapper text, a command to do something
-now, a work log, a transient state, a name or a fragment — or a memory's form ('').
+now, a work log, a transient state, a code detail, a name or a fragment — or a memory's form
+('').
 
 The word lists were written from the fit part of the real sessions (tests/data/real_sessions),
 scored once on each of its blind parts and then widened from their verdicts (docs/benchmarks.md,
@@ -43,7 +44,8 @@ _PAST = (
     "called|performed|executed|drafted|prepared|translated|summari[sz]ed|analy[sz]ed|investigated|"
     "debugged|resolved|handled|adjusted|applied|attached|copied|imported|exported|loaded|saved|"
     "synced|completed|finished|tested|corrected|restructured|tweaked|polished|scaffolded|inserted|"
-    "appended|provided|answered|described|gave|told|made|done|commented out|successfully"
+    "appended|provided|answered|described|gave|told|made|done|commented out|successfully|"
+    "approved|accepted|rejected|declined|verified|found|located|discovered"
 )
 _WHO = r"(?:the )?(?:user|person|developer|assistant|agent|ai|model|team|i|we|codex|claude|gemini|copilot)"
 _FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -75,6 +77,9 @@ _FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"(?!switch|move|migrate|rename|replace|adopt|drop|stop|standardi|keep|use|stick|go with)"
             rf"(?:{_ACTIONS})\b"
             rf"|{_WHO} (?:does not|doesn't|did not|didn't|do not|don't) (?:need|want) to\b"
+            # What the agent chose or proposed is no choice of the person's.
+            r"|(?:the )?(?:code |coding |ai )?(?:assistant|agent|model|codex|claude|gemini|copilot) "
+            r"(?:decided|chose|opted|proposed|suggested|recommended|planned)\b"
             # "The agent file from … is loaded and read"; not a fact ("Settings are read from ~/.config").
             r"|.*\b(?:is|are|was|were) (?:loaded|read|opened|shown|displayed|printed) "
             rf"(?:and (?:read|shown)|by {_WHO}\b)"
@@ -91,6 +96,16 @@ _FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
             rf"^(?:{_WHO} (?:wants?|would like|asked|asks|is asking|requested|requests|needs|needed|"
             r"wanted|intends|plans|is planning|was asked|instructed|told)\b"
             r"|to [a-z]+\b(?! (?:be|have)\b))",  # "To perform a search …" (and "To deploy, run …" too)
+            re.IGNORECASE,
+        ),
+    ),
+    # What a function or module does, which its code says: "The pipeline parses `ANSWER:`",
+    # "FS.read_md returns a string".
+    (
+        "code detail",
+        re.compile(
+            r"^(?:the |a |an )?(?:[\w`()./:-]+ ){1,3}"
+            r"(?:parses|exposes|returns|exports|imports|defines|emits|invokes|wraps)\b",
             re.IGNORECASE,
         ),
     ),
@@ -118,6 +133,16 @@ _FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
             rf"^(?:{_WHO} )?(?:(?:has|have|had) )?(?:{_PAST})\b"
             r"|\b(?:tests?|build|ci) (?:now )?(?:pass|passes|passed|is green|are green|succeed)",
             re.I,
+        ),
+    ),
+    (
+        "work log",  # the same beyond English: "Миграция … была выполнена", "…を追加しました", "已完成…"
+        re.compile(
+            r"\b(?:был[аио]?|были) (?:выполнен|создан|добавлен|исправлен|обновл[её]н|удал[её]н|сделан|"
+            r"запущен|установлен|настроен)\w*"
+            r"|(?:しました|完了しました|完了です|済みです|終わりました|できました)[。.!！]?$"
+            r"|^(?:已经?|已)(?:完成|修复|添加|创建|删除|更新|提交|推送|安装|配置|实现)|(?:完成了|搞定了|修好了)[。.!！]?$"
+            r"|(?:했습니다|완료했습니다|완료되었습니다|추가했습니다|수정했습니다)[.!]?$",
         ),
     ),
     (
@@ -151,7 +176,11 @@ _FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"is pending|are pending|for now|should now|"
             r"still (?:not|isn't|aren't|doesn't|don't|fails?|broken)|"
             r"(?:isn't|aren't|doesn't|don't|is not|are not) (?:\w+ )?(?:right|working|fixed) "
-            r"(?:yet|still)|(?:is|are) not working|(?:isn't|aren't) working|not working as expected)\b",
+            r"(?:yet|still)|(?:is|are) not working|(?:isn't|aren't) working|not working as expected|"
+            # How the agent's work stands as it ends: "is now properly installed and ready to use".
+            r"(?:is|are) now (?:properly |fully |successfully |correctly )?"
+            r"(?:installed|configured|set up|ready|working|running|verified|fixed)|ready to use|"
+            r"running healthily|(?:is|are) (?:healthy|verified)|(?:is|are) not (?:yet )?installed)\b",
             re.IGNORECASE,
         ),
     ),
@@ -187,6 +216,7 @@ FORM_WORDS = {
     "session event": "something about the session itself",
     "session step": "a step of this session's work (again, this time, as before)",
     "fragment": "a name or a fragment, not a statement",
+    "code detail": "what the code does, which the code itself says",
     "wrapper text": "a host's wrapper text",
 }
 
