@@ -46,6 +46,12 @@ def test_what_the_code_does_and_what_the_agent_chose_are_no_memories() -> None:
 
 def test_a_work_log_is_told_beyond_english() -> None:
     assert junk_form("Миграция `1775748605144-enable-uae-only.ts` была выполнена") == "work log"
+    assert junk_form("Removido el import que no se usa en views.py") == "work log"
+    assert junk_form("Hecho, subido a main.") == "work log"
+    assert junk_form("Formateados 3 ficheros: shop/cart.py y shop/views.py") == "work log"
+    assert junk_form("Ajouté le bouton de connexion") == "work log"
+    assert junk_form("Hinzugefügt: die Tests für den Parser") == "work log"
+    assert junk_form("Los despliegues se hacen los jueves desde main") == ""  # how deploys are done
     assert junk_form("設定ファイルにトークンを追加しました。") == "work log"  # added the token to the config
     assert junk_form("已完成登录页面的重构") == "work log"  # finished refactoring the login page
     assert junk_form("테스트 코드를 추가했습니다") == "work log"  # added test code

@@ -136,13 +136,19 @@ _FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     (
-        "work log",  # the same beyond English: "Миграция … была выполнена", "…を追加しました", "已完成…"
+        "work log",  # the same beyond English: "Removido el import …", "Миграция … была выполнена", "已完成…"
         re.compile(
-            r"\b(?:был[аио]?|были) (?:выполнен|создан|добавлен|исправлен|обновл[её]н|удал[её]н|сделан|"
+            r"^(?:hecho|listo|fait|erledigt|feito|pronto)\b"
+            r"|^(?:removid|eliminad|añadid|agregad|cread|actualizad|arreglad|corregid|formatead|subid|"
+            r"instalad|configurad|cambiad|movid|renombrad|borrad|adicionad|atualizad)[oa]s?\b"
+            r"|^(?:ajouté|supprimé|corrigé|créé|mis à jour|modifié|installé)e?s?\b"
+            r"|^(?:hinzugefügt|entfernt|behoben|aktualisiert|erstellt|gelöscht|geändert|installiert)\b"
+            r"|\b(?:был[аио]?|были) (?:выполнен|создан|добавлен|исправлен|обновл[её]н|удал[её]н|сделан|"
             r"запущен|установлен|настроен)\w*"
             r"|(?:しました|完了しました|完了です|済みです|終わりました|できました)[。.!！]?$"
             r"|^(?:已经?|已)(?:完成|修复|添加|创建|删除|更新|提交|推送|安装|配置|实现)|(?:完成了|搞定了|修好了)[。.!！]?$"
             r"|(?:했습니다|완료했습니다|완료되었습니다|추가했습니다|수정했습니다)[.!]?$",
+            re.IGNORECASE,
         ),
     ),
     (
