@@ -23,7 +23,7 @@ def _file(session_id: object) -> str:
 def test_every_session_is_labelled_in_its_part_and_the_parts_share_no_repository() -> None:
     rows = _manifest()
     assert len(rows) == len({r["id"] for r in rows})
-    parts = ("fit", "blind", "blind2")
+    parts = ("fit", "blind", "blind2", "blind3")
     assert {r["part"] for r in rows} == set(parts)
     for part in parts:
         named = {_file(r["id"]) for r in rows if r["part"] == part}
@@ -40,7 +40,8 @@ def test_every_session_is_labelled_in_its_part_and_the_parts_share_no_repository
 
 def test_each_verdict_is_about_a_labelled_session_and_names_only_its_labels() -> None:
     for path in (DATA / "judged").glob("*/*.json"):
-        part = path.parent.name if path.parent.name in ("blind", "blind2") else "fit"
+        # judged/before is the landed tree's run on fit sessions; every other folder is its part's.
+        part = "fit" if path.parent.name == "before" else path.parent.name
         verdict = json.loads(path.read_text())
         labels = json.loads((DATA / "labels" / part / path.name).read_text())
         assert _file(verdict["id"]) == path.name
