@@ -56,4 +56,7 @@ def test_a_work_log_is_told_beyond_english() -> None:
     assert junk_form("已完成登录页面的重构") == "work log"  # finished refactoring the login page
     assert junk_form("테스트 코드를 추가했습니다") == "work log"  # added test code
     assert junk_form("Миграции выполняются командой pnpm db:run") == ""  # how migrations are run
+    assert junk_form("キャッシュはRedisにしました") == ""  # the cache: Redis was chosen
+    assert junk_form("배포는 main 브랜치에서 하기로 했습니다") == ""  # decided: deploys go from main
+    assert junk_form("部署在Vercel上，配置文件放在仓库根目录") == ""  # deployed on Vercel (a noun here)
     assert junk_form("デプロイは必ずmainブランチから行う") == ""  # deploys always go from main
