@@ -14,6 +14,7 @@ from mnemo.distill.decide import DecisionModel
 from mnemo.distill.extract import Draft, ExtractedMemory
 from mnemo.distill.forms import junk_form
 from mnemo.distill.gate import (
+    Screening,
     anchored,
     asks,
     chosen_by,
@@ -104,6 +105,19 @@ def test_a_draft_is_screened_by_what_it_cites() -> None:
     assert verdict.reason.startswith("restates what the person asked for") or "chooses" in verdict.reason
     chosen = _said("let's go with option B, the queue stays in Postgres")
     assert screen("The queue stays in Postgres", decision, [chosen]).keeps
+
+
+def test_what_rests_on_the_agents_words_alone_waits_for_a_person() -> None:
+    fact = MemoryType.FACT
+    claim = _said("The scorer votes within 1 percent and retries twice.", Role.ASSISTANT, "e2")
+    alone = screen("The scorer votes within 1 percent", fact, [claim])
+    assert alone.keeps and alone.waits == "it rests on the agent's words alone, no person's line or tool run"
+    run = _said(
+        "grep -n TOLERANCE scorer.py\n12: TOLERANCE = 0.01  # votes within 1 percent", Role.TOOL, "e3"
+    )
+    assert screen("The scorer votes within 1 percent", fact, [run, claim]) == Screening()  # a run shows it
+    person = _said("the scorer votes within 1 percent, keep it that way")
+    assert screen("The scorer votes within 1 percent", fact, [person, claim]) == Screening()  # the person's
 
 
 def _draft(what: str, *sources: str) -> Draft:

@@ -15,6 +15,10 @@ dropped (it stays in the episodes, and the judge log says why) when:
   question ("Create a GitHub repo on my account");
 - it is a *decision* no line of the person's chooses or sets a rule (:func:`chosen_by`).
 
+A draft that rests on the agent's words alone (no person's line, no tool run among its sources)
+is kept but waits for a person, as does a decision only the durable-line classifier reads as
+chosen.
+
 Before screening, a draft's sources gain the person's line that states what it states when the
 model cited only the agent's (:func:`anchored`), and drafts that repeat one another are folded
 (:func:`fold_repeats`). `mnemo audit` (:mod:`mnemo.health`) applies the form rules to what a store
@@ -152,6 +156,10 @@ def screen(
     ]
     if copied and all(junk_form(c.strip()) in ("command", "request") or asks(t) for c, t in copied):
         return Screening("restates what the person asked for, not anything that lasts")
+    if {e.role for e in cited} == {Role.ASSISTANT}:
+        # The agent's own account — no person's line, no tool run behind it: on the real sessions
+        # the judges read, these were approvals no one gave, checks never run, plans retold.
+        return Screening(waits="it rests on the agent's words alone, no person's line or tool run")
     if kind is not MemoryType.DECISION or not said:
         return Screening()
     # Only a decision whose lines no word decides asks the classifier (an embedding of each line):

@@ -12,7 +12,9 @@ A memory the writer extracts is born a candidate or active, by the approval poli
   - whatever states an option the person refused: every person's line it cites refuses it
     ("no, keep Postgres…" cited by "Store the events in MongoDB"; :mod:`mnemo.distill.refusal`);
   - a decision whose person's lines choose only by the durable-line classifier's reading, with
-    no word of a rule and no assent (:func:`mnemo.distill.gate.chosen_by`).
+    no word of a rule and no assent (:func:`mnemo.distill.gate.chosen_by`);
+  - anything that rests on the agent's words alone: no person's line and no tool run among its
+    sources (the agent's own account of approvals, checks and plans; :mod:`mnemo.distill.gate`).
 - ``review``: every extracted memory waits for a person, unless auto-approval is switched on
   (``auto_approve_min_seen`` > 0): a candidate seen that many times (equivalent candidates fold
   into one and count) with the judge's confidence at least ``auto_approve_min_confidence``.
