@@ -22,6 +22,7 @@ from mnemo.distill.gate import (
     fold_repeats,
     screen,
     ungrounded,
+    unsaid,
 )
 from mnemo.distill.llm import LLM
 from mnemo.distill.meter import TokenMeter
@@ -118,6 +119,18 @@ def test_what_rests_on_the_agents_words_alone_waits_for_a_person() -> None:
     assert screen("The scorer votes within 1 percent", fact, [run, claim]) == Screening()  # a run shows it
     person = _said("the scorer votes within 1 percent, keep it that way")
     assert screen("The scorer votes within 1 percent", fact, [person, claim]) == Screening()  # the person's
+
+
+def test_an_english_what_in_words_its_english_sources_never_use_is_dropped() -> None:
+    state = MemoryType.STATE
+    asked = _said("user story 1 please, following the mockups in the design folder")
+    verdict = screen("The project keeps a comprehensive summary of its setup", state, [asked])
+    assert verdict.reason == "its words are not in its sources: a summary no one gave"
+    told = _said("the apps share one backend, and staging deploys from the release branch")
+    assert screen("Staging deploys from the release branch", state, [told]).keeps
+    spanish = _said("la app y la web comparten el mismo backend, no lo cambies")
+    assert screen("The app and the website share one backend", MemoryType.FACT, [spanish]).keeps  # translated
+    assert not unsaid("Use pnpm", ["we always use pnpm here"])  # too short to judge by its words
 
 
 def _draft(what: str, *sources: str) -> Draft:

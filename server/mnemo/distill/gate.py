@@ -10,7 +10,8 @@ dropped (it stays in the episodes, and the judge log says why) when:
 - its only sources are tool output (:func:`mnemo.distill.policy.is_tool_only`): what the agent
   read lives where it read it, and a person would reject nearly all of it;
 - it is not grounded in the episodes it cites (:func:`ungrounded`): a name, path, number or
-  version it states that none of them holds ("I must call the StructuredOutput tool");
+  version it states that none of them holds ("I must call the StructuredOutput tool"), or, in
+  English sources, too few of its words (:func:`unsaid`);
 - the person's lines it cites only ask (:func:`asks`), or it copies the person's request or
   question ("Create a GitHub repo on my account");
 - it is a *decision* no line of the person's chooses or sets a rule (:func:`chosen_by`).
@@ -86,6 +87,28 @@ def ungrounded(what: str, sources: Sequence[str]) -> list[str]:
     return missing
 
 
+# English words of grammar: a text with this share of them is English (the model writes its
+# memories in English, so only there must their words be the sources' words).
+_ENGLISH = frozenset(
+    "the and to of is in it that for on with this be are as was we you i my our have has do does "
+    "at by from or an if can will would should not but so".split()
+)
+WORDS_SAID = 1 / 3  # an English what with fewer of its words in English sources is not theirs
+
+
+def unsaid(what: str, sources: Sequence[str]) -> bool:
+    """Whether ``what`` says in words its sources never use, when they are in English: under
+    :data:`WORDS_SAID` of its words (by their first five letters) in them — "The project is in the
+    process of being developed" from "user story 1". A source in another language is left alone
+    (the memory is its translation)."""
+    said = " ".join(sources)
+    tokens = re.findall(r"[^\W\d_]+", said.lower())
+    if len(tokens) < 3 or sum(t in _ENGLISH for t in tokens) < 0.12 * len(tokens):
+        return False
+    own = words(_spaced(what))
+    return len(own) >= 3 and len(own & words(_spaced(said))) < WORDS_SAID * len(own)
+
+
 # The example memories the extraction prompt shows the model, which a small model sometimes
 # hands back as if the conversation had said them.
 _EXAMPLES = tuple(re.findall(r'"([A-Z][^"]{15,})"', SYSTEM))
@@ -146,6 +169,8 @@ def screen(
     missing = ungrounded(what, sources)
     if missing:
         return Screening(f"names what none of its sources holds: {', '.join(missing[:3])}")
+    if unsaid(what, sources):
+        return Screening("its words are not in its sources: a summary no one gave")
     if copies_an_example(what, sources):
         return Screening("copies an example of the extraction prompt, not the conversation")
     said = [text for e, text in zip(cited, sources, strict=True) if e.role == Role.USER]
