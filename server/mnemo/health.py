@@ -3,8 +3,9 @@ for a person), each finding with the action it calls for (:mod:`mnemo.api.audit`
 
 - **junk**: a distilled memory that is no memory — by its form a question, a request, a command,
   a work log, a transient state, something about a session, a host's wrapper text; or naming what
-  none of its sources holds; or resting on tool output alone (the writer's own rules,
-  :mod:`mnemo.distill.gate`, applied to what was stored before them);
+  none of its sources holds, or saying it in words its (English) sources never use; or resting
+  on tool output alone (the writer's own rules, :mod:`mnemo.distill.gate`, applied to what was
+  stored before them);
 - **duplicate**: two open memories of one namespace that say the same thing: the same words
   once spacing and case are set aside, or embeddings at a cosine of at least ``SAME_COSINE`` with
   most of their words shared and no value, version, identifier or negation apart (the judge's
@@ -35,7 +36,7 @@ import numpy.typing as npt
 
 from mnemo.api.audit import ACTIONS, Finding, FindingKind
 from mnemo.distill.forms import FORM_WORDS, junk_form
-from mnemo.distill.gate import normal, ungrounded
+from mnemo.distill.gate import normal, ungrounded, unsaid
 from mnemo.distill.guard import compare, overlap
 from mnemo.distill.readings import facts
 from mnemo.episodes import Episode, Role
@@ -106,6 +107,8 @@ def junk_reason(memory: Memory, sources: Sequence[Episode]) -> str:
     missing = ungrounded(memory.what or memory.content, said) if sources else []
     if missing:
         return f"names what none of its sources holds: {', '.join(missing[:3])}"
+    if sources and unsaid(memory.what or memory.content, said):
+        return "its words are not in its sources: a summary no one gave"
     return ""
 
 

@@ -41,6 +41,7 @@ def _seed(home: Home) -> None:
             _episode("e-deploy", "We deploy on Thursdays from now on."),
             _episode("e-t30", "The payments API timeout is 30 s."),
             _episode("e-t60", "Raise the payments API timeout: it is 60 s now."),
+            _episode("e-plan", "help me plan and set up a development framework, and track the progress"),
             _episode("e-tool", "cat README.md\nThe service listens on port 8080.", Role.TOOL),
         )])  # fmt: skip
         day = timedelta(days=1)
@@ -56,6 +57,8 @@ def _seed(home: Home) -> None:
                         sources=["e-persist"]),
             make_memory("m-yaml", "The settings live in config/prod.yaml", NOW, type=MemoryType.FACT,
                         sources=["e-persist"]),
+            make_memory("m-summary", "The project keeps a comprehensive summary of its setup", NOW,
+                        type=MemoryType.STATE, sources=["e-plan"]),
             make_memory("m-deploy-1", "We deploy on Thursdays", NOW - 2 * day, sources=["e-deploy"]),
             make_memory("m-deploy-2", "We deploy on Thursdays.", NOW - day, sources=["e-deploy"]),
             make_memory("m-t30", "The payments API timeout is 30 s", NOW - 3 * day, type=MemoryType.FACT,
@@ -107,14 +110,22 @@ def seeded(home: Home) -> Home:
 
 def test_the_audit_finds_each_kind_with_its_reason_and_action(seeded: Home) -> None:
     report = _audit(seeded)
-    assert report["scanned"] == 13
+    assert report["scanned"] == 14
     junk = _about(report, "junk")
-    assert set(junk) == {"m-repo", "m-ide", "m-struct", "m-port", "m-yaml"}  # not the person's decision
+    assert set(junk) == {
+        "m-repo",
+        "m-ide",
+        "m-struct",
+        "m-port",
+        "m-yaml",
+        "m-summary",
+    }  # not the person's decision
     assert junk["m-repo"] == "reads as a command to do something now"
     assert junk["m-ide"] == "reads as something about the session itself"
     assert junk["m-struct"] == "reads as a host's wrapper text"
     assert junk["m-port"] == "rests on tool output alone"
     assert junk["m-yaml"] == "names what none of its sources holds: config/prod.yaml"
+    assert junk["m-summary"] == "its words are not in its sources: a summary no one gave"
     [duplicate] = [f for f in report["findings"] if f["kind"] == "duplicate"]
     assert duplicate["memories"] == ["m-deploy-1", "m-deploy-2"] and duplicate["action"] == "merge"
     [superseded] = [f for f in report["findings"] if f["kind"] == "superseded"]
@@ -124,17 +135,24 @@ def test_the_audit_finds_each_kind_with_its_reason_and_action(seeded: Home) -> N
     assert set(_about(report, "credential")) == {"m-token"}
     assert TOKEN not in json.dumps(report)  # the finding shows the memory's text redacted
     shown = seeded.mnemo("audit").stdout
-    assert "junk (5): action archive — mnemo audit --apply junk" in shown
+    assert "junk (6): action archive — mnemo audit --apply junk" in shown
 
 
 def test_an_action_is_applied_only_when_confirmed_and_the_next_audit_finds_what_is_left(seeded: Home) -> None:
     refused = seeded.mnemo("audit", "--apply", "junk", check=False)  # no terminal to ask on, no --yes
     assert refused.returncode == 1 and "--yes" in refused.stderr
-    assert set(_about(_audit(seeded), "junk")) == {"m-repo", "m-ide", "m-struct", "m-port", "m-yaml"}
+    assert set(_about(_audit(seeded), "junk")) == {
+        "m-repo",
+        "m-ide",
+        "m-struct",
+        "m-port",
+        "m-yaml",
+        "m-summary",
+    }
 
     done = seeded.mnemo("audit", "--apply", "junk", "--id", "m-repo", "--yes").stdout
     assert "archive: 1 memory version(s) written" in done
-    assert set(_about(_audit(seeded), "junk")) == {"m-ide", "m-struct", "m-port", "m-yaml"}
+    assert set(_about(_audit(seeded), "junk")) == {"m-ide", "m-struct", "m-port", "m-yaml", "m-summary"}
     seeded.mnemo("audit", "--apply", "junk", "--yes")
     seeded.mnemo("audit", "--apply", "duplicate", "--yes")
     seeded.mnemo("audit", "--apply", "superseded", "--yes")
