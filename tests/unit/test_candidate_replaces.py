@@ -94,12 +94,13 @@ def settings(home: Home, llm_server: LLMServer) -> Settings:
 async def test_a_change_no_person_backs_waits_and_only_its_approval_closes_the_current_memory(
     home: Home, settings: Settings, llm_server: LLMServer
 ) -> None:
-    _script(llm_server, {"b-0": [{"type": "procedure", "what": THURSDAY, "sources": ["b-1"]}]})
+    _script(llm_server, {"b-0": [{"type": "procedure", "what": THURSDAY, "sources": ["b-1", "b-2"]}]})
     store = open_store(settings.store)
     try:
         distiller, engine = _distiller(settings, store, Approval("auto"))
         turns = [
             (Role.USER, "tidy up the release checklist"),
+            (Role.TOOL, "cat RELEASE.md\n- the shop is deployed on Thursdays"),
             (Role.ASSISTANT, "Done; the checklist says the shop is deployed on Thursdays."),
         ]
         record_turns(store, "b", turns, START)

@@ -131,6 +131,10 @@ def test_an_english_what_in_words_its_english_sources_never_use_is_dropped() -> 
     spanish = _said("la app y la web comparten el mismo backend, no lo cambies")
     assert screen("The app and the website share one backend", MemoryType.FACT, [spanish]).keeps  # translated
     assert not unsaid("Use pnpm", ["we always use pnpm here"])  # too short to judge by its words
+    refusal = _said("no, keep Postgres, our backups are built around it")
+    assert screen(
+        "Order events stay in Postgres", MemoryType.DECISION, [refusal]
+    ).keeps  # the proposal's words
 
 
 def _draft(what: str, *sources: str) -> Draft:

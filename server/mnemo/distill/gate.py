@@ -169,11 +169,13 @@ def screen(
     missing = ungrounded(what, sources)
     if missing:
         return Screening(f"names what none of its sources holds: {', '.join(missing[:3])}")
-    if unsaid(what, sources):
-        return Screening("its words are not in its sources: a summary no one gave")
     if copies_an_example(what, sources):
         return Screening("copies an example of the extraction prompt, not the conversation")
     said = [text for e, text in zip(cited, sources, strict=True) if e.role == Role.USER]
+    # A person's "yes" or "no, keep Postgres" takes its words from the proposal it answers.
+    answers = any(_ACCEPTS.search(t.strip()) or refuses(t) for t in said)
+    if not answers and unsaid(what, sources):
+        return Screening("its words are not in its sources: a summary no one gave")
     if said and all(asks(t) for t in said):
         return Screening("answers what the person asked: the person stated nothing")
     copied = [
