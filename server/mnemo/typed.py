@@ -11,7 +11,8 @@ their question, so the rest must not pass for it.
   "## User Input ```text …``` You **MUST** consider the user input…"; a file with YAML front
   matter, the form of Claude Code's commands and Codex's prompts, with its "User input:"), of which
   only the input is the person's; a template with no input is a turn with no words of the
-  person's (:func:`is_template`).
+  person's (:func:`is_template`), and so is the prompt a host writes for a command the person ran
+  (Codex's ``/init``: "Generate a file named AGENTS.md that serves as a contributor guide …").
 - **A plan accepted**: Codex's plan mode hands the agent's own proposed plan back as the prompt
   when the person clicks to implement it ("PLEASE IMPLEMENT THIS PLAN:\n<the plan>"); the
   person's words are the acceptance alone, the plan is the agent's (its proposal is the answer
@@ -40,6 +41,11 @@ _TEMPLATE = re.compile(r"\A\s*## User Input\s*\n+```[a-z]*\n(.*?)\n?```\s*\n", r
 # Codex's prompts are written; the person's words, if the template marks them, after "User input:".
 _FRONT_MATTER = re.compile(r"\A\s*---\s*\n(?:[\w-]+:.*\n)+---\s*\n")
 _USER_INPUT = re.compile(r"^User input:\s*\n+(.+?)(?:\n\s*\n|\Z)", re.DOTALL | re.MULTILINE)
+# A host's own prompt for a command the person ran, written in the person's place: Codex's
+# `/init` (codex-rs/tui/prompt_for_init_command.md).
+_COMMAND_PROMPTS = (
+    "Generate a file named AGENTS.md that serves as a contributor guide for this repository.",
+)
 
 _MEMORY_INPUT = re.compile(r"<user-memory-input>(.*?)(?:</user-memory-input>|\Z)", re.DOTALL)
 _COMMAND = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.DOTALL)
@@ -71,6 +77,8 @@ def typed(text: str) -> str:
         return f"{name.group(1).strip()} {said}"
     text = _CONTEXT.sub("", text)
     text = _CODEX_IDE.sub("", text, count=1)
+    if text.lstrip().startswith(_COMMAND_PROMPTS):
+        return ""
     accepted = _PLAN_ACCEPTED.match(text)
     if accepted is not None:
         return accepted.group(1)
@@ -88,7 +96,11 @@ def typed(text: str) -> str:
 def is_template(text: str) -> bool:
     """Whether a prompt is a command's file expanded (the person ran a command: a turn, whether or
     not they typed words with it)."""
-    return _TEMPLATE.match(text) is not None or _FRONT_MATTER.match(text) is not None
+    return (
+        _TEMPLATE.match(text) is not None
+        or _FRONT_MATTER.match(text) is not None
+        or text.lstrip().startswith(_COMMAND_PROMPTS)
+    )
 
 
 def is_host_message(text: str) -> bool:

@@ -208,3 +208,15 @@ def test_a_plan_accepted_in_codexs_plan_mode_is_the_acceptance_not_the_agents_pl
     assert typed("please implement this plan: but keep the old parser") == (
         "please implement this plan: but keep the old parser"  # typed by the person, not the host's
     )
+
+
+def test_the_prompt_codex_writes_for_init_is_a_command_run_not_the_persons_words() -> None:
+    from mnemo.typed import is_template, typed
+
+    init = (
+        "Generate a file named AGENTS.md that serves as a contributor guide for this repository.\n"
+        "Your goal is to produce a clear, concise, and well-structured document with descriptive headings."
+    )
+    assert typed(init) == "" and is_template(init)  # a turn the person ran, with no words of theirs
+    asked = "Generate a file named AGENTS.md for the API folder, in Spanish"
+    assert typed(asked) == asked and not is_template(asked)  # typed by the person
