@@ -98,9 +98,10 @@ WORDS_SAID = 1 / 3  # an English what with fewer of its words in English sources
 
 def unsaid(what: str, sources: Sequence[str]) -> bool:
     """Whether ``what`` says in words its sources never use, when they are in English: under
-    :data:`WORDS_SAID` of its words (by their first five letters) in them — "The project is in the
-    process of being developed" from "user story 1". A source in another language is left alone
-    (the memory is its translation)."""
+    :data:`WORDS_SAID` of its words (by their first five letters) in them — "The project has a
+    comprehensive summary of the current development setup" from "help me to plan and setup a
+    development framework …". A source in another language is left alone (the memory is its
+    translation)."""
     said = " ".join(sources)
     tokens = re.findall(r"[^\W\d_]+", said.lower())
     if len(tokens) < 3 or sum(t in _ENGLISH for t in tokens) < 0.12 * len(tokens):
