@@ -249,8 +249,6 @@ def test_a_why_the_transcript_does_not_state_is_dropped_and_a_stated_one_kept(
         (["raise it to 600 then"], True),  # a value
         (["Prefiero que los mensajes de commit vayan en inglés"], True),
         (["Why is checkout slow?"], True),  # the answer may be a finding
-        (["sysroot命令是怎么工作的", "为啥没有进行新的知识沉淀"], True),  # asked without the mark
-        (["更新init-explorer,添加自动更新索引的逻辑", "提交一下"], False),  # commands
     ],
 )
 def test_a_stretch_states_something_unless_the_person_only_gives_plain_commands(

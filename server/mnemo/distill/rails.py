@@ -20,13 +20,7 @@ from mnemo.distill.durable import Durability
 from mnemo.distill.extract import Draft, ExtractionError, extract
 from mnemo.distill.guard import words
 from mnemo.distill.llm import ChatModel
-from mnemo.distill.said import (
-    LANGUAGE_ASKED,
-    asks_unmarked,
-    is_question,
-    picks_option,
-    states_lasting_anywhere,
-)
+from mnemo.distill.said import LANGUAGE_ASKED, is_question, picks_option, states_lasting_anywhere
 from mnemo.episodes import Episode, Role
 from mnemo.errors import ModelRefusedError, ModelTimeoutError
 from mnemo.injected import strip_injected
@@ -40,9 +34,8 @@ _PREFERS = re.compile(
 
 def states_something(episodes: Sequence[Episode], durability: Durability | None = None) -> bool:
     """Whether a stretch may hold something durable: a person's line asks (the answer may be a
-    finding; in Chinese, Japanese or Korean also without a question mark: "sysroot命令是怎么工作的"),
-    picks one of the options the agent proposed ("B", "A + C"), uses words that state something
-    lasting or states a value ("from now on", "prefer", "because", "siempre", "immer",
+    finding), picks one of the options the agent proposed ("B", "A + C"), uses words that state
+    something lasting or states a value ("from now on", "prefer", "because", "siempre", "immer",
     "auf Deutsch", a number, a version: :func:`states_lasting_anywhere`), or — with the
     durable-line classifier for the embedder (:mod:`mnemo.distill.durable`) — reads as durable
     without any of them ("staging is qa-eu now, the old name confused people"). A stretch whose
@@ -50,8 +43,7 @@ def states_something(episodes: Sequence[Episode], durability: Durability | None 
     this session's work. With no person's line at all, it cannot tell: True."""
     said = [strip_injected(e.text) for e in episodes if e.role == Role.USER]
     if not said or any(
-        is_question(t) or asks_unmarked(t) or states_lasting_anywhere(t, bare_numbers=True) or picks_option(t)
-        for t in said
+        is_question(t) or states_lasting_anywhere(t, bare_numbers=True) or picks_option(t) for t in said
     ):
         return True
     return durability is not None and any(durability.durable(said, "person"))

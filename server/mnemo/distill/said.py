@@ -71,20 +71,6 @@ def is_question(text: str) -> bool:
     return strip_injected(text).rstrip().endswith(("?", "？"))
 
 
-# A question asked without its mark in a script written without spaces: an interrogative word
-# anywhere in the line ("sysroot命令是怎么工作的", "为何这次没有进行知识沉淀", "どうすればいい").
-_ASKS_UNMARKED = re.compile(
-    r"怎么|怎样|为什么|为啥|为何|如何|是否|哪些|哪个|多少|什么|どう|なぜ|どうして|何故|どこ|どれ|"
-    r"어떻게|왜|무엇|뭐|어디|어느"
-)
-
-
-def asks_unmarked(text: str) -> bool:
-    """Whether a line in Chinese, Japanese or Korean asks with a question word and no question mark
-    (:func:`is_question` reads only the mark; the durable-line classifier is fitted on that)."""
-    return bool(_ASKS_UNMARKED.search(strip_injected(text)))
-
-
 def states_lasting_anywhere(text: str, *, bare_numbers: bool = False) -> bool:
     """:func:`states_lasting`, or the same kinds of words in the other languages people write to
     agents in, or a language asked for."""
