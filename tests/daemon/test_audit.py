@@ -21,6 +21,8 @@ from mnemo.vocabulary import MemoryStatus, MemoryType
 from tests.helpers import Home, make_memory
 
 NOW = datetime.now(UTC)
+# What the audit reads as junk in the seeded store (m-persist is the person's decision).
+JUNK = {"m-repo", "m-ide", "m-struct", "m-port", "m-yaml", "m-summary"}
 TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"  # the shape of a GitHub token, not one
 
 
@@ -112,14 +114,7 @@ def test_the_audit_finds_each_kind_with_its_reason_and_action(seeded: Home) -> N
     report = _audit(seeded)
     assert report["scanned"] == 14
     junk = _about(report, "junk")
-    assert set(junk) == {
-        "m-repo",
-        "m-ide",
-        "m-struct",
-        "m-port",
-        "m-yaml",
-        "m-summary",
-    }  # not the person's decision
+    assert set(junk) == JUNK  # not the person's decision
     assert junk["m-repo"] == "reads as a command to do something now"
     assert junk["m-ide"] == "reads as something about the session itself"
     assert junk["m-struct"] == "reads as a host's wrapper text"
@@ -141,18 +136,11 @@ def test_the_audit_finds_each_kind_with_its_reason_and_action(seeded: Home) -> N
 def test_an_action_is_applied_only_when_confirmed_and_the_next_audit_finds_what_is_left(seeded: Home) -> None:
     refused = seeded.mnemo("audit", "--apply", "junk", check=False)  # no terminal to ask on, no --yes
     assert refused.returncode == 1 and "--yes" in refused.stderr
-    assert set(_about(_audit(seeded), "junk")) == {
-        "m-repo",
-        "m-ide",
-        "m-struct",
-        "m-port",
-        "m-yaml",
-        "m-summary",
-    }
+    assert set(_about(_audit(seeded), "junk")) == JUNK
 
     done = seeded.mnemo("audit", "--apply", "junk", "--id", "m-repo", "--yes").stdout
     assert "archive: 1 memory version(s) written" in done
-    assert set(_about(_audit(seeded), "junk")) == {"m-ide", "m-struct", "m-port", "m-yaml", "m-summary"}
+    assert set(_about(_audit(seeded), "junk")) == JUNK - {"m-repo"}
     seeded.mnemo("audit", "--apply", "junk", "--yes")
     seeded.mnemo("audit", "--apply", "duplicate", "--yes")
     seeded.mnemo("audit", "--apply", "superseded", "--yes")

@@ -133,12 +133,18 @@ def chosen_by(person_lines: Sequence[str], durable: Sequence[bool], what: str = 
     spaces) two characters in common with ``what`` — while an assent ("yes", "B") accepts whatever
     was proposed."""
     lines = [(t, d) for t, d in zip(person_lines, durable, strict=True) if not about_this_session(t)]
-    if any(_ACCEPTS.search(t.strip()) or refuses(t) for t, _ in lines):
+    if any(answers_a_proposal(t) for t, _ in lines):
         return "words"
     lines = [(t, d) for t, d in lines if not what or about_same(what, t)]
     if any(rule_words_anywhere(t) for t, _ in lines):
         return "words"
     return "classifier" if any(d for _, d in lines) else ""
+
+
+def answers_a_proposal(line: str) -> bool:
+    """Whether a person's line accepts ("yes", "B") or refuses ("no, keep Postgres") what was
+    proposed: its words are the proposal's."""
+    return _ACCEPTS.search(line.strip()) is not None or refuses(line)
 
 
 _UNSPACED_PAIR = re.compile(f"(?=([{UNSPACED}]{{2}}))")
@@ -174,8 +180,7 @@ def screen(
         return Screening("copies an example of the extraction prompt, not the conversation")
     said = [text for e, text in zip(cited, sources, strict=True) if e.role == Role.USER]
     # A person's "yes" or "no, keep Postgres" takes its words from the proposal it answers.
-    answers = any(_ACCEPTS.search(t.strip()) or refuses(t) for t in said)
-    if not answers and unsaid(what, sources):
+    if not any(answers_a_proposal(t) for t in said) and unsaid(what, sources):
         return Screening("its words are not in its sources: a summary no one gave")
     if said and all(asks(t) for t in said):
         return Screening("answers what the person asked: the person stated nothing")
