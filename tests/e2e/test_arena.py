@@ -24,7 +24,7 @@ from tests.helpers import BIN, REPO, yes_with
 from tests.llm_server import LLMServer
 
 TOOL = REPO / "tools" / "eval_arena.py"
-DECISION = "From now on we deploy the shop on Tuesdays."
+DECISION = "From now on we deploy the shop on Tuesdays, and its releases stay frozen on Fridays."
 SCENARIO = {
     "scenarios": [
         {
@@ -62,7 +62,8 @@ def _extraction(prompt: str) -> str:
     source = [found.group(1)]
     memories = [
         {"type": "decision", "what": "The shop is deployed on Tuesdays", "sources": source},
-        # About the shop, as the line it cites: a rule chooses only what it is about (gate.chosen_by).
+        # About the shop and in the words of the line it cites: a rule chooses only what it is about
+        # (gate.chosen_by), and a memory the line never words is dropped (gate.unsaid).
         {"type": "decision", "what": "The shop's releases are frozen on Fridays", "sources": source},
     ]
     return json.dumps({"memories": memories})
