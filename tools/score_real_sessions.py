@@ -41,8 +41,9 @@ from mnemo import transcripts
 from mnemo.config import load_settings
 from mnemo.distill.durable import Durability
 from mnemo.distill.extract import Draft, ExtractedMemory
-from mnemo.distill.gate import REPEATS, anchored, fold_repeats, screen
+from mnemo.distill.gate import anchored, screen
 from mnemo.distill.guard import overlap
+from mnemo.distill.repeats import REPEATS, fold_repeats
 from mnemo.embed import load_embedder
 from mnemo.episodes import Episode, EpisodeIntake
 from mnemo.importing.transcripts import transcript_episodes

@@ -36,9 +36,10 @@ import numpy.typing as npt
 
 from mnemo.api.audit import ACTIONS, Finding, FindingKind
 from mnemo.distill.forms import FORM_WORDS, junk_form
-from mnemo.distill.gate import normal, ungrounded, unsaid
+from mnemo.distill.gate import AGENTS_DOING, agents_doing, ungrounded, unsaid
 from mnemo.distill.guard import compare, overlap
 from mnemo.distill.readings import facts
+from mnemo.distill.repeats import normal
 from mnemo.episodes import Episode, Role
 from mnemo.injected import strip_injected
 from mnemo.memories import Memory, Origin
@@ -109,6 +110,9 @@ def junk_reason(memory: Memory, sources: Sequence[Episode]) -> str:
         return f"names what none of its sources holds: {', '.join(missing[:3])}"
     if sources and unsaid(memory.what or memory.content, said):
         return "its words are not in its sources: a summary no one gave"
+    person = [text for e, text in zip(sources, said, strict=True) if e.role == Role.USER]
+    if sources and agents_doing(memory.what or memory.content, memory.type, person):
+        return AGENTS_DOING
     return ""
 
 

@@ -22,7 +22,7 @@ from tests.helpers import Home, make_memory
 
 NOW = datetime.now(UTC)
 # What the audit reads as junk in the seeded store (m-persist is the person's decision).
-JUNK = {"m-repo", "m-ide", "m-struct", "m-port", "m-yaml", "m-summary"}
+JUNK = {"m-repo", "m-ide", "m-struct", "m-port", "m-yaml", "m-summary", "m-installed"}
 TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"  # the shape of a GitHub token, not one
 
 
@@ -45,6 +45,8 @@ def _seed(home: Home) -> None:
             _episode("e-t60", "Raise the payments API timeout: it is 60 s now."),
             _episode("e-plan", "help me plan and set up a development framework, and track the progress"),
             _episode("e-tool", "cat README.md\nThe service listens on port 8080.", Role.TOOL),
+            _episode("e-where", "globally"),  # where to install, which the agent then did
+            _episode("e-cp", "cp agents/*.md ~/.claude/agents/", Role.TOOL),
         )])  # fmt: skip
         day = timedelta(days=1)
         store.put_memories([
@@ -61,6 +63,8 @@ def _seed(home: Home) -> None:
                         sources=["e-persist"]),
             make_memory("m-summary", "The project keeps a comprehensive summary of its setup", NOW,
                         type=MemoryType.STATE, sources=["e-plan"]),
+            make_memory("m-installed", "Subagents are installed globally", NOW, type=MemoryType.STATE,
+                        sources=["e-where", "e-cp"]),
             make_memory("m-deploy-1", "We deploy on Thursdays", NOW - 2 * day, sources=["e-deploy"]),
             make_memory("m-deploy-2", "We deploy on Thursdays.", NOW - day, sources=["e-deploy"]),
             make_memory("m-t30", "The payments API timeout is 30 s", NOW - 3 * day, type=MemoryType.FACT,
@@ -112,7 +116,7 @@ def seeded(home: Home) -> Home:
 
 def test_the_audit_finds_each_kind_with_its_reason_and_action(seeded: Home) -> None:
     report = _audit(seeded)
-    assert report["scanned"] == 14
+    assert report["scanned"] == 15
     junk = _about(report, "junk")
     assert set(junk) == JUNK  # not the person's decision
     assert junk["m-repo"] == "reads as a command to do something now"
@@ -121,6 +125,10 @@ def test_the_audit_finds_each_kind_with_its_reason_and_action(seeded: Home) -> N
     assert junk["m-port"] == "rests on tool output alone"
     assert junk["m-yaml"] == "names what none of its sources holds: config/prod.yaml"
     assert junk["m-summary"] == "its words are not in its sources: a summary no one gave"
+    assert (
+        junk["m-installed"]
+        == "a state or event no line of the person's words: what the agent did or saw here"
+    )
     [duplicate] = [f for f in report["findings"] if f["kind"] == "duplicate"]
     assert duplicate["memories"] == ["m-deploy-1", "m-deploy-2"] and duplicate["action"] == "merge"
     [superseded] = [f for f in report["findings"] if f["kind"] == "superseded"]
@@ -130,7 +138,7 @@ def test_the_audit_finds_each_kind_with_its_reason_and_action(seeded: Home) -> N
     assert set(_about(report, "credential")) == {"m-token"}
     assert TOKEN not in json.dumps(report)  # the finding shows the memory's text redacted
     shown = seeded.mnemo("audit").stdout
-    assert "junk (6): action archive — mnemo audit --apply junk" in shown
+    assert "junk (7): action archive — mnemo audit --apply junk" in shown
 
 
 def test_an_action_is_applied_only_when_confirmed_and_the_next_audit_finds_what_is_left(seeded: Home) -> None:

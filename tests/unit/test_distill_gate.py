@@ -14,12 +14,12 @@ from mnemo.distill.decide import DecisionModel
 from mnemo.distill.extract import Draft, ExtractedMemory
 from mnemo.distill.forms import junk_form
 from mnemo.distill.gate import (
+    AGENTS_DOING,
     Screening,
     anchored,
     asks,
     chosen_by,
     copies_an_example,
-    fold_repeats,
     screen,
     ungrounded,
     unsaid,
@@ -27,6 +27,7 @@ from mnemo.distill.gate import (
 from mnemo.distill.llm import LLM
 from mnemo.distill.meter import TokenMeter
 from mnemo.distill.policy import Approval
+from mnemo.distill.repeats import fold_repeats
 from mnemo.distill.writer import Distiller
 from mnemo.episodes import Episode, EpisodeIn, EpisodeIntake, Role
 from mnemo.index.live import RecallEngine
@@ -59,6 +60,7 @@ def _said(text: str, role: Role = Role.USER, episode_id: str = "e1") -> Episode:
         ("The user ran the test suite in the terminal", "session event"),
         ("The project is in the design phase", "transient state"),
         ("I must call the StructuredOutput tool", "wrapper text"),
+        ("Ship code from the feature branch to `main` with a safe merge", "command"),
     ],
 )
 def test_a_what_that_is_no_memory_by_its_form_is_named_so(what: str, kind: str) -> None:
@@ -135,6 +137,30 @@ def test_an_english_what_in_words_its_english_sources_never_use_is_dropped() -> 
     assert screen(
         "Order events stay in Postgres", MemoryType.DECISION, [refusal]
     ).keeps  # the proposal's words
+
+
+def test_a_state_or_event_no_line_of_the_persons_words_is_the_agents_work_log() -> None:
+    state, event = MemoryType.STATE, MemoryType.EVENT
+    run = _said("Bash mkdir -p ~/.claude/agents && cp agents/*.md ~/.claude/agents/", Role.TOOL, "e2")
+    where = _said("globally")  # the person's answer to "where?", not the state the agent then made
+    verdict = screen("Subagents installed globally", state, [where, run])
+    assert verdict.reason == AGENTS_DOING
+    told = _said("The run-book is done. The agents live in ~/.claude/agents on every machine.")
+    assert screen("The agents live in ~/.claude/agents on every machine", state, [told, run]).keeps
+    launched = _said("Linear answers over `npx -y mcp-remote https://mcp.linear.app/sse`", Role.ASSISTANT)
+    assert screen("Linear is launched via `npx -y mcp-remote`", event, [launched, run]).reason == AGENTS_DOING
+    # The person's line in another language: the memory may be its translation, left alone.
+    spanish = _said("la base de datos de staging es de solo lectura hasta el viernes")
+    assert screen("The staging database is read-only until Friday", state, [spanish]).keeps
+    chinese = _said("chat页聊天框默认底部居中")
+    assert screen("聊天框默认底部居中", state, [chinese]).keeps
+    assert screen("注册页已部署到生产环境", state, [chinese]).reason == AGENTS_DOING
+    # An event whose subject is the agent is its own doing, even in the person's words.
+    lua = _said("no no, in dotfiles, there is a lua script. Nothing related to a plugin")
+    assert screen("Claude finds a Lua script in the dotfiles directory", event, [lua]).reason == AGENTS_DOING
+    assert screen("A Lua script in the dotfiles binds the app keys", MemoryType.FACT, [lua, run]).keeps
+    moved = _said("we moved the shop to Postgres 16 last Friday")
+    assert screen("The shop moved to Postgres 16 last Friday", event, [moved]).keeps
 
 
 def _draft(what: str, *sources: str) -> Draft:

@@ -33,7 +33,7 @@ _ACTIONS = (
     "organize|cleanup|uncomment|comment out|wrap|unwrap|mark|tick|validate|confirm|"
     "inspect|examine|explore|audit|benchmark|measure|profile|reproduce|simulate|localize|localise|"
     "rework|redo|adapt|do|resize|crop|scale|compress|rotate|encode|decode|render|sort|filter|"
-    "checkout|check out"
+    "checkout|check out|ship"
 )
 _PAST = (
     "added|created|made|pushed|pulled|committed|merged|fixed|updated|upgraded|installed|uninstalled|"
@@ -45,7 +45,7 @@ _PAST = (
     "debugged|resolved|handled|adjusted|applied|attached|copied|imported|exported|loaded|saved|"
     "synced|completed|finished|tested|corrected|restructured|tweaked|polished|scaffolded|inserted|"
     "appended|provided|answered|described|gave|told|made|done|commented out|successfully|"
-    "approved|accepted|rejected|declined|verified|found|located|discovered"
+    "shipped|approved|accepted|rejected|declined|verified|found|located|discovered"
 )
 _WHO = r"(?:the )?(?:user|person|developer|assistant|agent|ai|model|team|i|we|codex|claude|gemini|copilot)"
 _FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (

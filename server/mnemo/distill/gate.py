@@ -14,7 +14,9 @@ dropped (it stays in the episodes, and the judge log says why) when:
   English sources, too few of its words (:func:`unsaid`);
 - the person's lines it cites only ask (:func:`asks`), or it copies the person's request or
   question ("Create a GitHub repo on my account");
-- it is a *decision* no line of the person's chooses or sets a rule (:func:`chosen_by`).
+- it is a *decision* no line of the person's chooses or sets a rule (:func:`chosen_by`);
+- it is a *state* or *event* no line of the person's words, or an event the agent did
+  (:func:`agents_doing`): a work log of the session.
 
 A draft that rests on the agent's words alone (no person's line, no tool run among its sources)
 is kept but waits for a person, as does a decision only the durable-line classifier reads as
@@ -22,7 +24,7 @@ chosen.
 
 Before screening, a draft's sources gain the person's line that states what it states when the
 model cited only the agent's (:func:`anchored`), and drafts that repeat one another are folded
-(:func:`fold_repeats`). `mnemo audit` (:mod:`mnemo.health`) applies the form rules to what a store
+(:mod:`mnemo.distill.repeats`). `mnemo audit` (:mod:`mnemo.health`) applies the form rules to what a store
 already holds.
 """
 
@@ -37,7 +39,7 @@ from datetime import datetime
 from mnemo.distill.durable import Durability
 from mnemo.distill.extract import SYSTEM, Draft
 from mnemo.distill.forms import FORM_WORDS, UNSPACED, WORDED_AS_RULE, junk_form
-from mnemo.distill.guard import compare, overlap, words
+from mnemo.distill.guard import overlap, words
 from mnemo.distill.policy import is_tool_only
 from mnemo.distill.readings import facts
 from mnemo.distill.refusal import refuses
@@ -103,11 +105,65 @@ def unsaid(what: str, sources: Sequence[str]) -> bool:
     development framework …". A source in another language is left alone (the memory is its
     translation)."""
     said = " ".join(sources)
-    tokens = re.findall(r"[^\W\d_]+", said.lower())
-    if len(tokens) < 3 or sum(t in _ENGLISH for t in tokens) < 0.12 * len(tokens):
+    if not in_english(said):
         return False
     own = words(_spaced(what))
     return len(own) >= 3 and len(own & words(_spaced(said))) < WORDS_SAID * len(own)
+
+
+def in_english(text: str) -> bool:
+    """Whether ``text`` is English by its words of grammar (three words at least)."""
+    tokens = re.findall(r"[^\W\d_]+", text.lower())
+    return len(tokens) >= 3 and sum(t in _ENGLISH for t in tokens) >= 0.12 * len(tokens)
+
+
+# An event whose subject is the agent: what it did or found in the session ("Claude finds a Lua
+# script in the dotfiles directory").
+_AGENT_DOES = re.compile(
+    r"(?:the )?(?:coding |ai )?(?:assistant|agent|model|codex|claude(?: code)?|gemini|copilot) "
+    r"[a-z]+(?:s|ed)\b",
+    re.IGNORECASE,
+)
+WORDED = 1 / 2  # a state or event with this share of its words in a person's lines is theirs
+
+
+AGENTS_DOING = "a state or event no line of the person's words: what the agent did or saw here"
+
+
+def agents_doing(what: str, kind: MemoryType, said: Sequence[str]) -> bool:
+    """Whether a state or event is what the agent did or saw in the session — a work log: no line of
+    the person's (``said``) words it or chooses what it follows from, or its subject is the agent.
+    On the judged real sessions these were "Subagents installed globally", "Linear is launched via
+    `npx …`", "Claude finds a Lua script …"; what a person tells ("staging is read-only until
+    Friday") is theirs."""
+    if kind not in (MemoryType.STATE, MemoryType.EVENT):
+        return False
+    if kind is MemoryType.EVENT and _AGENT_DOES.match(what):
+        return True
+    # A line that chooses or sets a rule about it backs what follows from the choice: "Deploys move
+    # to Thursday" backs "The release checklist now says Thursday".
+    return not worded_by_person(what, said) and chosen_by(said, [False] * len(said), what) != "words"
+
+
+def worded_by_person(what: str, said: Sequence[str]) -> bool:
+    """Whether a person's lines word ``what``: :data:`WORDED` of its words are in them (in a
+    script without spaces, of its pairs of characters) or a name or value it states ("qa-eu1 goes to
+    1.30 this week" words "qa-eu1 control plane version is now 1.30.2"), they assent to or refuse what was
+    proposed, or they are in another language than ``what`` (it may be their translation)."""
+    if not said:
+        return False
+    if any(answers_a_proposal(t) for t in said):
+        return True
+    line = " ".join(said)
+    if bool(_UNSPACED_ANY.search(line)) != bool(_UNSPACED_ANY.search(what)):
+        return True
+    if not _UNSPACED_ANY.search(what) and not in_english(line) and len(re.findall(r"[^\W\d_]+", line)) >= 3:
+        return True
+    own = words(_spaced(what))
+    if (own and len(own & words(_spaced(line))) >= WORDED * len(own)) or named(what) & named(line):
+        return True
+    pairs = set(_UNSPACED_PAIR.findall(what))
+    return bool(pairs) and len(pairs & set(_UNSPACED_PAIR.findall(line))) >= WORDED * len(pairs)
 
 
 # The example memories the extraction prompt shows the model, which a small model sometimes
@@ -149,6 +205,7 @@ def answers_a_proposal(line: str) -> bool:
 
 _UNSPACED_PAIR = re.compile(f"(?=([{UNSPACED}]{{2}}))")
 _UNSPACED_RUN = re.compile(f"([{UNSPACED}]+)")
+_UNSPACED_ANY = re.compile(f"[{UNSPACED}]")
 
 
 def about_same(what: str, line: str) -> bool:
@@ -193,6 +250,8 @@ def screen(
         # The agent's own account — no person's line, no tool run behind it: on the real sessions
         # the judges read, these were approvals no one gave, checks never run, plans retold.
         return Screening(waits="it rests on the agent's words alone, no person's line or tool run")
+    if agents_doing(what, kind, said):
+        return Screening(AGENTS_DOING)
     if kind is not MemoryType.DECISION or not said:
         return Screening()
     # Only a decision whose lines no word decides asks the classifier (an embedding of each line):
@@ -279,46 +338,6 @@ def anchored(draft: Draft, conversation: Sequence[Episode]) -> Draft:
 def _states_same(what: str, text: str) -> bool:
     line = strip_injected(text)
     return bool(named(what) & named(line)) or overlap(what, line) >= 0.5
-
-
-def fold_repeats(drafts: Sequence[Draft]) -> tuple[list[Draft], dict[int, int]]:
-    """``drafts`` with each one that repeats an earlier one (the same words, or most of them and no
-    value apart) folded into it: its sources added to the earlier's; and {repeat's index: the
-    earlier's}. A batch read in stretches, or looked at twice, proposes the same thing twice."""
-    kept = list(drafts)
-    repeated: dict[int, int] = {}
-    for later, draft in enumerate(drafts):
-        for earlier in range(later):
-            if earlier in repeated or not _repeats(kept[earlier].memory.what, draft.memory.what):
-                continue
-            first = kept[earlier]
-            sources = list(dict.fromkeys([*first.memory.sources, *draft.memory.sources]))
-            kept[earlier] = replace(first, memory=first.memory.model_copy(update={"sources": sources[:64]}))
-            repeated[later] = earlier
-            break
-    return kept, repeated
-
-
-def repeat_reason(earlier: int) -> str:
-    """The judge log's reason for a draft folded into the batch's draft ``earlier``."""
-    return f"{REPEATS} {earlier} of the batch"
-
-
-REPEATS = "repeats draft"
-
-
-def _repeats(a: str, b: str) -> bool:
-    if normal(a) == normal(b):
-        return True
-    return overlap(a, b) >= REPEAT_OVERLAP and len(words(a) ^ words(b)) <= 2 and not compare(a, b).blocks
-
-
-REPEAT_OVERLAP = 0.9
-
-
-def normal(text: str) -> str:
-    """``text``'s words, lower-cased, one space apart: two statements equal in this say the same."""
-    return " ".join(re.findall(r"\w+", text.lower()))
 
 
 def dropped_row(

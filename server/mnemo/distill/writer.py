@@ -45,12 +45,13 @@ from mnemo.distill.extract import (
     extraction_stretches,
     worth_extracting,
 )
-from mnemo.distill.gate import anchored, dropped_row, fold_repeats, repeat_reason, screen
+from mnemo.distill.gate import anchored, dropped_row, screen
 from mnemo.distill.judge import THRESHOLD, Action, judge, judge_log_row
 from mnemo.distill.lease import LeaseLostError, WriterLease
 from mnemo.distill.llm import ChatModel
 from mnemo.distill.policy import Approval, is_tool_only
 from mnemo.distill.rails import look_again, states_something
+from mnemo.distill.repeats import fold_repeats, repeat_reason
 from mnemo.distill.shown import answered, transcript
 from mnemo.distill.versions import closed, confidence, is_current, is_open, new_memory
 from mnemo.embed import Embedder
