@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data" / "real_sessions"
 MANIFEST = DATA / "manifest.jsonl"
 DEFAULT_DIR = Path.home() / ".cache" / "mnemo" / "real_sessions"
-PARTS = ("fit", "blind", "blind2", "blind3", "blind4")  # the manifest's parts, split by repository
+PARTS = ("fit", "blind", "blind2", "blind3", "blind4", "blind5")  # the manifest's parts, split by repository
 ANSWER_CHARS = 1_500
 
 

@@ -23,7 +23,7 @@ def _file(session_id: object) -> str:
 def test_every_session_is_labelled_in_its_part_and_the_parts_share_no_repository() -> None:
     rows = _manifest()
     assert len(rows) == len({r["id"] for r in rows})
-    parts = ("fit", "blind", "blind2", "blind3", "blind4")
+    parts = ("fit", "blind", "blind2", "blind3", "blind4", "blind5")
     assert {r["part"] for r in rows} == set(parts)
     for part in parts:
         named = {_file(r["id"]) for r in rows if r["part"] == part}
