@@ -9,6 +9,7 @@ from typing import Any
 
 from mnemo import transcripts
 from mnemo.importing.transcripts import transcript_episodes
+from mnemo.typed import is_template, typed
 
 
 def _write(path: Path, lines: list[dict[str, Any]]) -> Path:
@@ -188,8 +189,6 @@ def test_a_rollout_without_an_envelope_is_read(tmp_path: Path) -> None:
 
 
 def test_a_command_file_expanded_into_the_prompt_is_not_the_persons_words() -> None:
-    from mnemo.typed import typed
-
     front = "---\ndescription: Create the feature spec.\n---\n\nThe user input can be given directly.\n\n"
     steps = "\n\n1. Run the script `create-new-feature.sh`.\n2. Write the spec."
     assert typed(front + "User input:\n\nA parking-lot monitor with plate cameras" + steps) == (
@@ -201,8 +200,6 @@ def test_a_command_file_expanded_into_the_prompt_is_not_the_persons_words() -> N
 
 
 def test_a_plan_accepted_in_codexs_plan_mode_is_the_acceptance_not_the_agents_plan() -> None:
-    from mnemo.typed import typed
-
     plan = "PLEASE IMPLEMENT THIS PLAN:\n# Multi-file pipeline\n\n- The voter groups answers within 1 %"
     assert typed(plan) == "PLEASE IMPLEMENT THIS PLAN"
     assert typed("please implement this plan: but keep the old parser") == (
@@ -211,8 +208,6 @@ def test_a_plan_accepted_in_codexs_plan_mode_is_the_acceptance_not_the_agents_pl
 
 
 def test_the_prompt_codex_writes_for_init_is_a_command_run_not_the_persons_words() -> None:
-    from mnemo.typed import is_template, typed
-
     init = (
         "Generate a file named AGENTS.md that serves as a contributor guide for this repository.\n"
         "Your goal is to produce a clear, concise, and well-structured document with descriptive headings."

@@ -113,8 +113,22 @@ def unsaid(what: str, sources: Sequence[str]) -> bool:
 
 def in_english(text: str) -> bool:
     """Whether ``text`` is English by its words of grammar (three words at least)."""
-    tokens = re.findall(r"[^\W\d_]+", text.lower())
+    tokens = _letters(text)
     return len(tokens) >= 3 and sum(t in _ENGLISH for t in tokens) >= 0.12 * len(tokens)
+
+
+def _letters(text: str) -> list[str]:
+    """``text``'s words of letters, lower-cased (no digits, no underscores)."""
+    return re.findall(r"[^\W\d_]+", text.lower())
+
+
+def _another_language(what: str, line: str) -> bool:
+    """Whether ``line`` is written in another language than ``what``: one is in a script without
+    spaces and the other not, or ``what`` is not and ``line`` is three words or more not in English."""
+    unspaced = bool(_UNSPACED_ANY.search(what))
+    if unspaced != bool(_UNSPACED_ANY.search(line)):
+        return True
+    return not unspaced and len(_letters(line)) >= 3 and not in_english(line)
 
 
 # An event whose subject is the agent: what it did or found in the session ("Claude finds a Lua
@@ -155,9 +169,7 @@ def worded_by_person(what: str, said: Sequence[str]) -> bool:
     if any(answers_a_proposal(t) for t in said):
         return True
     line = " ".join(said)
-    if bool(_UNSPACED_ANY.search(line)) != bool(_UNSPACED_ANY.search(what)):
-        return True
-    if not _UNSPACED_ANY.search(what) and not in_english(line) and len(re.findall(r"[^\W\d_]+", line)) >= 3:
+    if _another_language(what, line):
         return True
     own = words(_spaced(what))
     if (own and len(own & words(_spaced(line))) >= WORDED * len(own)) or named(what) & named(line):
