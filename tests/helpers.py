@@ -486,9 +486,14 @@ _DEPLOY_DAY_EXTRACTED = {
 }  # fmt: skip
 
 
-def script_deploy_day(server: LLMServer) -> None:
+UPDATES = {"B": 0.85, "A": 0.08, "C": 0.04, "D": 0.03}
+SAME = {"A": 0.9, "B": 0.05, "C": 0.03, "D": 0.02}
+
+
+def script_deploy_day(server: LLMServer, thursday: dict[str, float] = UPDATES) -> None:
     """The model's answers for the deploy-day sessions: their extractions, yes to every question
-    about a new memory, Thursday updates Tuesday, anything else is unrelated."""
+    about a new memory, Thursday against Tuesday as ``thursday`` says (updates), anything else is
+    unrelated."""
     yes = {"A": 0.9, "B": 0.1}
     for number, memories in _DEPLOY_DAY_EXTRACTED.items():
         server.answer(contains=f"Transcript:\n[s{number}-0]", text=json.dumps({"memories": memories}))
@@ -501,7 +506,7 @@ def script_deploy_day(server: LLMServer) -> None:
             "EXISTING memory: The shop is deployed on Tuesdays" in p
             and "NEW memory: The shop is deployed on Thursdays" in p
         ),
-        choices={"B": 0.85, "A": 0.08, "C": 0.04, "D": 0.03},
+        choices=thursday,
     )
     server.answer(contains="How does the NEW memory relate", choices=UNRELATED)
 

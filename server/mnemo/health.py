@@ -11,9 +11,10 @@ for a person), each finding with the action it calls for (:mod:`mnemo.api.audit`
   most of their words shared and no value, version, identifier or negation apart (the judge's
   guard, :mod:`mnemo.distill.guard`) — an active one is kept before one waiting, then the
   older, and the other folds into it;
-- **superseded**: two current memories of one namespace in the same *frame* — equal once their
-  values (quantities, versions, identifiers, weekdays) are set aside — with different values:
-  the newer states the change, the older is to be closed by it;
+- **superseded**: two current memories of one namespace where the newer replaces the older by the
+  rules the writer closes with (:mod:`mnemo.distill.frames`: it names the value it replaces, or
+  the two say the same thing at different values and nothing else differs): the older is to be
+  closed by it;
 - **code**: a memory whose files changed since it was written and no longer hold what it names
   (the code check's flag, :mod:`mnemo.daemon.code_checks`): to be read against the code;
 - **unused**: an active memory older than the window that was never injected in it while others
@@ -26,7 +27,6 @@ actions (:mod:`mnemo.daemon.auditing`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -36,9 +36,9 @@ import numpy.typing as npt
 
 from mnemo.api.audit import ACTIONS, Finding, FindingKind
 from mnemo.distill.forms import FORM_WORDS, junk_form
+from mnemo.distill.frames import read, replaces
 from mnemo.distill.gate import AGENTS_DOING, agents_doing, ungrounded, unsaid
 from mnemo.distill.guard import compare, overlap
-from mnemo.distill.readings import facts
 from mnemo.distill.repeats import normal
 from mnemo.episodes import Episode, Role
 from mnemo.injected import strip_injected
@@ -49,11 +49,7 @@ from mnemo.vocabulary import MemoryStatus
 SAME_COSINE = 0.92
 SAME_WORDS = 0.6
 UNUSED_AFTER = 3
-_WEEKDAYS = re.compile(
-    r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|lunes|martes|miércoles|miercoles|"
-    r"jueves|viernes|sábado|sabado|domingo)s?\b",
-    re.IGNORECASE,
-)
+MAX_SHARING = 200  # a word this many memories of a namespace share says nothing of a pair
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,42 +158,28 @@ def _kept_first(memory: Memory) -> tuple[bool, datetime, str]:
     return memory.status is not MemoryStatus.ACTIVE, memory.created_at, memory.id
 
 
-def frame(text: str) -> str:
-    """``text`` with its values set aside: what two statements of one thing at different values
-    share. A file's path or name is not a value: it says which thing ("Type error in
-    ./src/a.ts" and "… in ./src/b.ts" are two)."""
-    shown = text.lower()
-    for value in _values(text):
-        shown = shown.replace(value.split(":", 1)[-1].lower(), " ")
-    shown = _WEEKDAYS.sub(" ", shown)
-    shown = re.sub(r"\d+(?:[.,]\d+)?", " ", shown)
-    return normal(shown)
-
-
-def _values(text: str) -> set[str]:
-    found = facts(text)
-    values = {v for kind in ("quantity", "version", "identifier") for v in found[kind] if not _PATH.search(v)}
-    return values | {d.lower().rstrip("s") for d in _WEEKDAYS.findall(text)}
-
-
-_PATH = re.compile(r"/|\.[a-z][a-z0-9]{0,5}$", re.IGNORECASE)  # src/app.ts, config.toml
-
-
 def _superseded(evidence: Evidence) -> list[Finding]:
-    groups: dict[tuple[str, str], list[Memory]] = {}
+    """Pairs of active memories of one namespace where the newer replaces the older by the rules
+    of :mod:`mnemo.distill.frames`; only pairs that share a word are read."""
+    groups: dict[str, list[Memory]] = {}
     for memory in evidence.memories:
         if memory.status is MemoryStatus.ACTIVE:
-            key = (memory.namespace, frame(memory.what or memory.content))
-            if len(key[1].split()) >= 3:  # a frame of a word or two says nothing
-                groups.setdefault(key, []).append(memory)
+            groups.setdefault(memory.namespace, []).append(memory)
     found = []
     for group in groups.values():
         ordered = sorted(group, key=lambda m: (m.valid_from, m.created_at, m.id))
-        newest = ordered[-1]
-        for older in ordered[:-1]:
-            if _values(older.what or older.content) != _values(newest.what or newest.content):
-                reason = f"the newer ({newest.valid_from:%Y-%m-%d}) states another value of the same thing"
-                found.append(_finding("superseded", [newest, older], reason))
+        postings: dict[str, list[int]] = {}
+        for i, memory in enumerate(ordered):
+            for word in read(memory.what or memory.content).words:
+                postings.setdefault(word, []).append(i)
+        shared = [at for at in postings.values() if len(at) <= MAX_SHARING]
+        pairs = {(i, j) for at in shared for i in at for j in at if i < j}
+        for i, j in sorted(pairs):
+            older, newer = ordered[i], ordered[j]
+            evidence_ = replaces(newer.what or newer.content, older.what or older.content)
+            if evidence_:
+                reason = f"the newer ({newer.valid_from:%Y-%m-%d}) replaces it: {evidence_}"
+                found.append(_finding("superseded", [newer, older], reason))
     return found
 
 

@@ -30,6 +30,8 @@ from tests.helpers import (
     GEMMA,
     HAS_GEMMA,
     MODELS_DIR,
+    SAME,
+    UNRELATED,
     Clock,
     Home,
     record_deploy_day,
@@ -119,6 +121,32 @@ def test_deploy_day_moves_to_thursday_and_tuesday_becomes_history(
     # Sessions with nothing worth keeping leave no memory, and nothing is distilled twice.
     assert distiller.distil_session("s6") == []
     assert sum(1 for _ in store.memories_page("", 100)) == 4
+
+
+@pytest.mark.parametrize("thursday", [UNRELATED, SAME], ids=["judged-unrelated", "judged-same"])
+def test_the_newest_word_closes_the_older_whatever_the_model_reads(
+    settings: Settings, llm_server: LLMServer, store: ClickHouseStore, thursday: dict[str, float]
+) -> None:
+    script_deploy_day(llm_server, thursday)
+    engine = RecallEngine(load_embedder(settings))
+    distiller = _distiller(settings, store, engine)
+    for number in range(1, 9):
+        record_deploy_day(store, [number])
+        distiller.distil_session(f"s{number}")
+
+    assert _top(engine, "what day do we deploy?") == ("The shop is deployed on Thursdays", True)
+    [row] = [row for row in store.judge_log(20) if row.session == "s6"]
+    tuesday, thursday_memory = store.get_memory(row.closes[0]), store.get_memory(row.memory)
+    assert tuesday is not None and thursday_memory is not None  # added, never merged into Tuesday
+    assert tuesday.what == "The shop is deployed on Tuesdays" and tuesday.status is MemoryStatus.CLOSED
+    assert tuesday.closed_by == thursday_memory.id and tuesday.status_reason.startswith("by rule:")
+    assert row.action == "close" and "by rule" in row.reason
+    [rule] = json.loads(row.detail)["rules"]  # the rule's evidence, beside the model's reading
+    assert rule == {
+        "closes": tuesday.id,
+        "text": "The shop is deployed on Tuesdays",
+        "evidence": "the same statement with another weekday",
+    }
 
 
 def test_a_writer_stopped_mid_batch_redoes_it_once(

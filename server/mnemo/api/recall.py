@@ -41,6 +41,11 @@ class MemoryHit(BaseModel):
         description="Set when the code this memory is about changed since it was written "
         "(e.g. 'lb.tf changed in 3f2a1c9 since'): check the code before relying on it.",
     )
+    earlier: str = Field(
+        default="",
+        description="Set when a newer current memory states another value of the same thing "
+        "(e.g. 'earlier, 2026-11-02; mem_… of 2026-11-20 is newer'): the newer one is the current word.",
+    )
 
 
 class EpisodeHit(BaseModel):

@@ -55,6 +55,8 @@ def cmd_recall(args: argparse.Namespace, context: Context) -> int:
         show_memory(hit["memory"], hit["score"])
         if hit.get("outdated"):
             write(f"  may be outdated: {hit['outdated']}")
+        if hit.get("earlier"):
+            write(f"  {hit['earlier']}")
         show_explain(hit.get("explain"))
     if result["episodes"]:
         write("no memory matched; episodes:")

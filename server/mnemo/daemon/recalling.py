@@ -23,9 +23,11 @@ from mnemo.daemon.code_checks import CHECK_DEADLINE_S, CodeChecks
 from mnemo.daemon.indexing import Indexing
 from mnemo.daemon.recording import Recording
 from mnemo.daemon.storecalls import StoreCalls
+from mnemo.distill.frames import earlier_note, newest_first
 from mnemo.errors import NotFoundError
 from mnemo.index.documents import Question, Ranked
 from mnemo.memories import Memory
+from mnemo.vocabulary import MemoryStatus
 from mnemo.workspace import repo_root, workspace_namespace
 
 
@@ -110,7 +112,9 @@ class Recall:
                         )
                     )
             # Asked about history, a closed memory stands just before its closer: that order stays.
-            return RecallResult(memories=hits if request.include_history else _weighed(hits), episodes=[])
+            if request.include_history:
+                return RecallResult(memories=hits, episodes=[])
+            return RecallResult(memories=_newest_first(_weighed(hits)), episodes=[])
         episodes = await self._search_episodes(question, namespaces, None, request.limit, request.explain)
         return RecallResult(memories=[], episodes=episodes)
 
@@ -135,7 +139,8 @@ class Recall:
 
         found = await anyio.to_thread.run_sync(find, limiter=self._index.question_limiter())
         scored = [(m, f.score) for f in found if engine.is_related(f) and (m := engine.memory(f.owner))]
-        return [m for m, _ in self.code.weighed(scored, lambda s: s[0].id, lambda s: s[1])]
+        weighed = [m for m, _ in self.code.weighed(scored, lambda s: s[0].id, lambda s: s[1])]
+        return newest_first(weighed)[0]  # each group of one thing's values led by its newest
 
     async def recall_episodes(self, request: RecallEpisodeRequest) -> EpisodesResult:
         await self._recording.journal_flushed()
@@ -195,6 +200,24 @@ class Recall:
             for f in found
             if f.owner in episodes
         ]
+
+
+def _newest_first(hits: list[MemoryHit]) -> list[MemoryHit]:
+    """``hits`` with each group of current memories that state one thing at different values led
+    by its newest, the others marked earlier (:mod:`mnemo.distill.frames`): until a close is
+    written, the newest word comes first."""
+    at = [i for i, h in enumerate(hits) if h.memory.status is MemoryStatus.ACTIVE]
+    ordered, newest = newest_first([hits[i].memory for i in at])
+    if not newest:
+        return hits
+    by_id = {hits[i].memory.id: hits[i] for i in at}
+    out = list(hits)
+    for i, memory in zip(at, ordered, strict=True):
+        hit = by_id[memory.id]
+        if memory.id in newest:
+            hit = hit.model_copy(update={"earlier": earlier_note(memory, newest[memory.id])})
+        out[i] = hit
+    return out
 
 
 def _weighed(hits: list[MemoryHit]) -> list[MemoryHit]:

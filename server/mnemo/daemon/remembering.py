@@ -14,6 +14,8 @@ from mnemo.config import Settings
 from mnemo.daemon.indexing import Indexing
 from mnemo.daemon.recording import Recording
 from mnemo.daemon.storecalls import StoreCalls
+from mnemo.distill.frames import replaced_by
+from mnemo.distill.versions import closed
 from mnemo.episodes import EpisodeIn, EpisodeKind, Role, new_id
 from mnemo.errors import NotFoundError
 from mnemo.index.entities import entity_key
@@ -81,7 +83,24 @@ class Remembering:
         await self._calls(self._calls.store.upsert_entities, entities)
         await self._calls(self._calls.store.put_memory, memory)
         await self._index.add_memory(memory, entities)
+        await anyio.to_thread.run_sync(self._close_replaced, memory)
         return memory
+
+    def _close_replaced(self, memory: Memory) -> None:
+        """Close the current memories of its namespace that ``memory`` replaces by the rules
+        (:mod:`mnemo.distill.frames`): the newest word wins, with no model."""
+        store, engine = self._calls.store, self._index.engine
+        names = [e.name for e in memory.entities]
+        nearby = engine.judge_candidates(memory.content, names, memory.namespace, None)
+        current = [m for m in map(engine.memory, nearby) if m is not None]
+        with store.versions_lock:  # as forget and review do: read, write and index together
+            for old, why in replaced_by(memory, current, [memory.content]):
+                stored = store.get_memory(old.id)
+                if stored is None or stored.version != old.version:
+                    continue  # changed meanwhile: theirs stands
+                updated = closed(stored, memory, utc_now(), f"replaced by {memory.id}, by rule: {why}")
+                store.put_memory(updated)
+                engine.set_memory_status(updated)
 
     async def forget(self, memory_id: str, reason: str) -> Memory:
         """Mark a memory forgotten (kept in the store; recall no longer returns it)."""

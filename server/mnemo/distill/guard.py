@@ -93,7 +93,7 @@ def compare(a: str, b: str) -> GuardVerdict:
         if left_v and right_v:
             reasons.append(f"version: {_show(left_v)} vs {_show(right_v)}")
     # Names of one family ("deploy-prod" / "deploy-staging"), where no identifier conflict says so.
-    if not all(only["identifier"]) and (sibling := _siblings(a, b)):
+    if not all(only["identifier"]) and (sibling := siblings(a, b)):
         reasons.append(f"identifier: {sibling}")
     negated = (has_negation(a), has_negation(b))
     if negated[0] != negated[1]:
@@ -101,7 +101,7 @@ def compare(a: str, b: str) -> GuardVerdict:
     return GuardVerdict(bool(reasons), tuple(reasons), (any_left, any_right), negated)
 
 
-def _siblings(a: str, b: str) -> str:
+def siblings(a: str, b: str) -> str:
     """Two hyphenated names, one only in each text, that share their first or last part: siblings
     of one family, not one thing named twice ("deploy-prod" / "deploy-staging", "checkout-api" /
     "checkout-worker", "acme/ui" / "acme/icons"). Parts are compared by their first five letters

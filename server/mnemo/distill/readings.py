@@ -76,6 +76,19 @@ def facts(text: str) -> dict[str, set[str]]:
     }
 
 
+def without_values(text: str) -> str:
+    """``text`` with the values :func:`values_of` reads taken out (numbers with their units,
+    versions, ``#123``, identifiers): what two statements of one thing at different values share."""
+    text = _PERCENTILE.sub(" ", text)
+    text = _NUMBER.sub(" ", as_digits(text))
+    text = _HASH_ID.sub(" ", text)
+    for match in list(_TOKEN.finditer(text)):
+        token = match.group(0).rstrip(".")
+        if _is_identifier(token):
+            text = text.replace(token, " ")
+    return text
+
+
 def values_of(text: str) -> dict[str, list[frozenset[str]]]:
     text = _PERCENTILE.sub(lambda m: "p" + (m.group(1) or m.group(2)), text)
     text = _AND_A_HALF.sub(lambda m: f"{int(m.group(1)) if m.group(1).isdigit() else 1}.5 {m.group(2)}", text)
@@ -121,21 +134,23 @@ def values_of(text: str) -> dict[str, list[frozenset[str]]]:
         token = match.group(0).rstrip(".")
         if _NUMBER.fullmatch(token) or _VERSION_LINE.match(token):
             continue  # a number, a version (1.6.x) or a quantity written together (120s): counted above
-        has_digit = any(c.isdigit() for c in token)
-        has_letter = any(c.isalpha() for c in token)
-        if _PRODUCT.match(token):
-            continue
-        if (
-            (has_digit and has_letter)
-            or _FILE.match(token)
-            or _SNAKE.match(token)
-            or _UPPER_NAME.match(token)
-        ):
+        if _is_identifier(token):
             token = token.lower()
             if len(token) > 2 and token[-1] == "s" and token[-2].isdigit():
                 token = token[:-1]  # SEV1s: the plural of SEV1
             found["identifier"].append(frozenset({token}))
     return found
+
+
+def _is_identifier(token: str) -> bool:
+    """Whether a token (not a number) names a thing: letters with digits, a file, a name in code,
+    upper-case names joined by hyphens; not a product's name (Node.js)."""
+    if _PRODUCT.match(token):
+        return False
+    has_digit = any(c.isdigit() for c in token)
+    has_letter = any(c.isalpha() for c in token)
+    named = _FILE.match(token) or _SNAKE.match(token) or _UPPER_NAME.match(token)
+    return (has_digit and has_letter) or named is not None
 
 
 def _thousands(number: str, mark: str) -> bool:

@@ -45,6 +45,7 @@ from mnemo.distill.extract import (
     extraction_stretches,
     worth_extracting,
 )
+from mnemo.distill.frames import replaced_by, with_rules
 from mnemo.distill.gate import anchored, dropped_row, screen
 from mnemo.distill.judge import THRESHOLD, Action, judge, judge_log_row
 from mnemo.distill.lease import LeaseLostError, WriterLease
@@ -55,7 +56,7 @@ from mnemo.distill.repeats import fold_repeats, repeat_reason
 from mnemo.distill.shown import answered, transcript
 from mnemo.distill.versions import closed, confidence, is_current, is_open, new_memory
 from mnemo.embed import Embedder
-from mnemo.episodes import Episode
+from mnemo.episodes import Episode, Role
 from mnemo.errors import ModelRefusedError, ModelTimeoutError
 from mnemo.index.documents import Vector, memory_document
 from mnemo.index.entities import entity_key
@@ -267,11 +268,17 @@ class Distiller:
             # A model without log-probabilities answering unusably (JudgementError) fails the batch.
             verdict = judge(draft.memory, candidates, source, self._decisions, self._embedder)
             result.demoted += draft.demoted
-            log.append(judge_log_row(batch.id, seq, batch.session, batch.namespace, memory.id, verdict, now))
+            row = judge_log_row(batch.id, seq, batch.session, batch.namespace, memory.id, verdict, now)
             if verdict.action is Action.EPISODES_ONLY:
+                log.append(row)
                 result.episodes_only += 1
                 continue
-            if verdict.action is Action.MERGE:
+            # The newest word wins (mnemo.distill.frames): what a person's newer word replaces is
+            # closed whatever the model read, and never merged into.
+            said = [by_id[s].text for s in memory.sources if by_id[s].role is Role.USER]
+            ruled = replaced_by(memory, candidates, said) if memory.has_human_backing else []
+            log.append(with_rules(row, ruled))
+            if verdict.action is Action.MERGE and verdict.merge_into not in {old.id for old, _ in ruled}:
                 assert verdict.merge_into is not None
                 target = latest(verdict.merge_into)
                 if target is not None:
@@ -291,12 +298,13 @@ class Distiller:
                 refused=draft.refused,
                 unsure=screening.waits,
             )
-            closes = [old for old in map(latest, verdict.closes) if old is not None and is_current(old)]
+            closing = {c.existing: c.closing for c in verdict.comparisons} | {old.id: 2.0 for old, _ in ruled}
+            closed_ids = dict.fromkeys([*verdict.closes, *(old.id for old, _ in ruled)])
+            closes = [old for old in map(latest, closed_ids) if old is not None and is_current(old)]
             if status is MemoryStatus.CANDIDATE and closes:
                 # While it waits for a person the current memory stays current: approving it
                 # closes the one it replaces (review's ``replaces``, auto-approval included; the
                 # review queue shows it).
-                closing = {c.existing: c.closing for c in verdict.comparisons}
                 replaced = max(closes, key=lambda m: closing.get(m.id, 0.0))  # the likeliest
                 memory, closes = memory.model_copy(update={"replaces": replaced.id}), []
             memory = memory.model_copy(update={"status": status, "status_reason": why})
@@ -304,8 +312,9 @@ class Distiller:
             result.added.append(memory.id)
             if vector is not None:
                 vectors[memory.id] = vector
+            evidence = {o.id: f"by rule: {why}" for o, why in ruled}
             for old in closes:
-                pending[old.id] = closed(old, memory, now, verdict.reason)
+                pending[old.id] = closed(old, memory, now, evidence.get(old.id, verdict.reason))
                 result.closed.append(old.id)
         if self._lease is not None:
             self._lease.check()  # a writer that lost the lease stops before it writes

@@ -44,8 +44,9 @@ def _labelled(label: str, value: str) -> str:
     return f"{label}: {value}" + ("" if value.endswith((".", "!", "?", "…")) else ".")
 
 
-def memory_text(memory: Memory, outdated: str = "") -> str:
-    """One line for ``memory``: what is set, nothing empty or repeated."""
+def memory_text(memory: Memory, outdated: str = "", earlier: str = "") -> str:
+    """One line for ``memory``: what is set, nothing empty or repeated; ``outdated`` and
+    ``earlier`` (a newer memory states another value of it) marked."""
     scope = memory.namespace.split(":", 1)[0]
     notes = [scope]
     if memory.status is not MemoryStatus.ACTIVE:
@@ -57,6 +58,8 @@ def memory_text(memory: Memory, outdated: str = "") -> str:
         notes.append(status)
     if outdated:
         notes.append(f"may be outdated: {_one_line(outdated)}")
+    if earlier:
+        notes.append(_one_line(earlier))
     content = _one_line(memory.content)
     parts = [f"[{memory.id}] {memory.type.value} ({'; '.join(notes)}): {content}"]
     for field, label in _W_LABELS:
@@ -88,7 +91,7 @@ def episode_text(episode: Episode, limit: int | None = None) -> str:
 def recall_text(result: RecallResult) -> str:
     if result.memories:
         lines = [_count(len(result.memories), "memory", "memories") + ", best first:"]
-        lines += [memory_text(hit.memory, hit.outdated) for hit in result.memories]
+        lines += [memory_text(hit.memory, hit.outdated, hit.earlier) for hit in result.memories]
         return "\n".join(lines)
     if result.episodes:
         return _episodes("No memory matched; past episodes instead", result.episodes, RECALL_EPISODE_CHARS)

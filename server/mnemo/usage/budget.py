@@ -34,12 +34,15 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text.encode("utf-8")) / 3)
 
 
-def memory_line(memory: Memory, outdated: str = "") -> str:
+def memory_line(memory: Memory, outdated: str = "", earlier: str = "") -> str:
     """One line: a memory's text cannot start a line of its own (a forged entry or header).
-    ``outdated``: why its code may have moved on, said first so that no cut loses it."""
+    ``outdated``: why its code may have moved on; ``earlier``: that a newer memory states another
+    value of the same thing (:func:`mnemo.distill.frames.earlier_note`); each said first so that no
+    cut loses it."""
     scope = memory.namespace.split(":", 1)[0]  # person / workspace
     content, why = " ".join(memory.content.split()), " ".join(memory.why.split())
     marker = f" (may be outdated: {' '.join(outdated.split())})" if outdated else ""
+    marker += f" ({' '.join(earlier.split())})" if earlier else ""
     line = f"- [{memory.id}] {memory.type.value} ({scope}){marker}: {content}"
     if why and why.lower() not in content.lower():
         line += f" Why: {why}"
@@ -61,18 +64,24 @@ class Block:
 
 
 def pack(
-    ranked: Sequence[Memory], budget: int, *, source: str, outdated: Mapping[str, str] | None = None
+    ranked: Sequence[Memory],
+    budget: int,
+    *,
+    source: str,
+    outdated: Mapping[str, str] | None = None,
+    earlier: Mapping[str, str] | None = None,
 ) -> Block | None:
     """The best-ranked memories whose block fits in ``budget`` tokens; None when none fits.
-    ``outdated``: {memory id: why its code may have moved on}, marked on its line."""
-    outdated = outdated or {}
+    ``outdated``: {memory id: why its code may have moved on}; ``earlier``: {memory id: the newer
+    one that states another value of it}; each marked on its line."""
+    outdated, earlier = outdated or {}, earlier or {}
     if not ranked:
         return None
     header = HEADER.format(example=ranked[0].id)
     chosen: list[Memory] = []
     lines: list[str] = []
     for memory in ranked:
-        line = memory_line(memory, outdated.get(memory.id, ""))
+        line = memory_line(memory, outdated.get(memory.id, ""), earlier.get(memory.id, ""))
         if estimate_tokens(frame("\n".join([header, *lines, line]), source=source)) <= budget:
             chosen.append(memory)
             lines.append(line)

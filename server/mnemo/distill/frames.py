@@ -1,0 +1,389 @@
+"""Which current memory a newer one replaces, read from the two texts alone: no model.
+
+Two rules, each with the evidence it rests on:
+
+- **named**: the newer memory, or a line of the person's it cites, names what it replaces —
+  "from Tuesday to Thursday", "600, not 300", "instead of graphile-worker", "300 was a typo",
+  "no longer X", "en vez de X", "pasa de X a Y", "ya no X", "X → Y" — and the older memory states
+  that value about the same subject: most of its other words are in the newer one or in the
+  sentence of the person's line that names the change;
+- **same frame**: the two say the same thing once their values are set aside (quantities,
+  versions, identifiers, weekdays), each states a value of one kind that the other does not, and
+  nothing else differs: no word of the older is missing from the newer, and the newer adds only
+  words that say a change ("now", "moves", "ahora").
+
+Siblings never pass, by construction: a word only one of them has (staging, payments, default)
+breaks the frame and the subject; two texts that differ in an identifier are two things when
+they share another value (two secrets rotated every 90 days) or differ in something else too, or
+when the identifier leads the statement (its subject: "API_KEY rotates …"); names of one family
+(deploy-prod / deploy-staging, :func:`mnemo.distill.guard.siblings`) and a negation only one has
+stop the frame. A file path alone is a value only when the newer words a change ("the runbook
+moved to docs/ops.md"): "Type error in a.ts" and "… in b.ts" are two errors.
+
+The writer (:mod:`mnemo.distill.writer`) and ``remember`` close the older by it; recall and the
+hooks show the newest of a group first until a close is written (:func:`newest_first`); ``mnemo
+audit`` reports what is left (:mod:`mnemo.health`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+from mnemo.distill.cues import words_change, words_correction
+from mnemo.distill.guard import has_negation, siblings, words
+from mnemo.distill.readings import WRITTEN, values_of, without_values
+from mnemo.memories import Memory
+from mnemo.store.distill import JudgeLogRow
+from mnemo.vocabulary import MemoryStatus
+
+_WEEKDAYS = {
+    "monday": "monday", "tuesday": "tuesday", "wednesday": "wednesday", "thursday": "thursday",
+    "friday": "friday", "saturday": "saturday", "sunday": "sunday", "lunes": "monday",
+    "martes": "tuesday", "miércoles": "wednesday", "miercoles": "wednesday", "jueves": "thursday",
+    "viernes": "friday", "sábado": "saturday", "sabado": "saturday", "domingo": "sunday",
+}  # fmt: skip
+_WEEKDAY = re.compile(rf"\b({'|'.join(_WEEKDAYS)})s?\b", re.IGNORECASE)
+# Words that say who speaks or how often, and verbs that carry no subject: set aside with the
+# values when two statements are compared ("We deploy on Tuesdays" / "Deploys are on Thursdays").
+_FILLER = words(
+    "we our ours us team they their currently always usually every each all also still just "
+    "use uses used using run runs running has have had set sets get gets lives goes going happen happens "
+    "should must will would can now today "
+    "nosotros nuestro nuestra nuestros equipo siempre cada todos todas también usamos usa usan "
+    "está están hay ser es son debe deben van"
+)
+# Words that say a change and nothing of its subject: the newer may add them to the older's frame.
+_CHANGE = words(
+    "now move moves moved moving switch switches switched change changes changed changing instead from "
+    "longer anymore raise raised raises bump bumped lower lowered increase increased decrease decreased "
+    "update updated upgrade upgraded migrate migrated replace replaced replacing rename renamed actually "
+    "correct corrected correction typo wrong revert reverted back again new went starting going forward "
+    "previous previously old rather than "
+    "ahora pasa pasan pasamos cambia cambian cambiamos cambio cambió mueve movemos movido nuevo nueva "
+    "sube subimos subió baja bajamos bajó vuelve volvemos volvió desde antes era sino lugar vez "
+    "reemplaza reemplazamos renombrado corrige corregido errata migramos"
+)
+SUBJECT_SHARE = 0.5  # of the older's other words, in the newer or the sentence naming the change
+_PATH = re.compile(r"/|\.[a-z][a-z0-9]{0,5}$", re.IGNORECASE)  # src/app.ts, config.toml
+_CLAUSE = re.compile(
+    r"\s*(?:;|—|\s-\s|\.\s|\(|\b(?:since|because|after|when|so that|desde|porque|tras|cuando|para que)\b)\s*",
+    re.IGNORECASE,
+)
+_SHORT_NAME = re.compile(r"\b[A-Z]{2}\b")
+_SENTENCES = re.compile(r"(?<=[.!?;\n])\s+")
+_X = r"([^,.;:()\n]{1,40}?)"  # what a change names, up to the next mark
+_STOP_X = r"(?=\s+(?:to|a|al|and|y|but|sino|because|porque|for|para|since|as)\b|\s*[,.;:()\n]|\s*$)"
+_MOVED_FROM = "up|down|raised|lowered|bumped|increased|decreased|moved|changed|switched|migrated"
+_PASA_DE = (
+    "pasa|pasan|pasamos|pasó|cambia|cambian|cambiamos|cambió|sube|subimos|subió|baja|bajamos|bajó|"
+    "mueve|movemos|movió|migra|migramos|migró|renombr\\w+"
+)
+_INSTEAD = (
+    "instead of|rather than|in place of|replacing|replaces|no longer|en vez de|en lugar de|"
+    "reemplazando a|reemplaza a|sustituye a|ya no"
+)
+_FORMERLY = "used to be|previously|formerly|antes era|solía ser|was previously"
+_WAS_WRONG = (
+    "was a typo|is a typo|was wrong|is wrong|estaba mal|era un error|es un error|era una errata|es incorrecto"
+)
+_RENAMED = "was renamed|is renamed|has been renamed|is now called|ahora se llama|se renombró"
+_UP_TO_3 = r"([\w.\-/]+(?:\s+[\w.\-/]+){0,2})"
+# A word every pattern of _REPLACED needs: the cheap test before them.
+_MARK = re.compile(
+    r"→|->|=>|\b(?:from|de|instead|rather|place|replac\w*|reemplaz\w*|sustituye|longer|ya|used|previously|formerly|"
+    r"antes|solía|not|no|typo|wrong|mal|error|errata|incorrecto|renamed|renombr\w*|called|llama)\b",
+    re.IGNORECASE,
+)
+# What a statement says is not so, which the older may state: "does not block merges", "no usa
+# wkhtmltopdf". Not a bare value ("the limit is not 3 for webhooks" is another limit).
+_DENIED = re.compile(
+    rf"\b(?:not|no|never|nunca|doesn't|don't|isn't|aren't)\s+(?!longer\b|more\b|es\b){_X}{_STOP_X}",
+    re.IGNORECASE,
+)
+# How a person names what a change replaces; group 1 is it.
+_REPLACED = [
+    re.compile(rf"\bfrom\s+{_X}\s+(?:to|→|->)\s", re.IGNORECASE),
+    re.compile(rf"\b(?:{_MOVED_FROM})\s+from\s+{_X}{_STOP_X}", re.IGNORECASE),
+    re.compile(rf"\b(?:{_PASA_DE})\b[^.;\n]{{0,40}}?\bde\s+{_X}\s+a\s", re.IGNORECASE),
+    re.compile(rf"{_UP_TO_3}\s*(?:→|->|=>)\s*\S"),
+    re.compile(rf"\b(?:{_INSTEAD})\s+{_X}{_STOP_X}", re.IGNORECASE),
+    re.compile(rf"\b(?:{_FORMERLY})\s+{_X}{_STOP_X}", re.IGNORECASE),
+    re.compile(rf"[\w.%]+\s*,\s*(?:not|no)\s+{_X}{_STOP_X}", re.IGNORECASE),
+    re.compile(rf"\b(?:not|no)\s+{_X},?\s+(?:but|sino)\s", re.IGNORECASE),
+    re.compile(rf"{_UP_TO_3}\s+(?:{_WAS_WRONG})", re.IGNORECASE),
+    re.compile(r"\brenamed\s+(?:from\s+)?([\w.\-/]+)\s+to\s", re.IGNORECASE),
+    re.compile(rf"([\w.\-/]+)\s+(?:{_RENAMED})\b", re.IGNORECASE),
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What the rules compare of one text."""
+
+    text: str
+    values: dict[str, tuple[frozenset[str], ...]]  # kind → each value's readings, in text order
+    words: frozenset[str]  # its other words (guard.words), filler aside
+    all_words: frozenset[str]  # every word, values' included
+    negated: bool
+    lead: frozenset[str]  # identifiers among its first two words: its subject
+    replaced: tuple[str, ...]  # what it names as replaced (named_replaced)
+    denied: tuple[str, ...]  # what it says is not so ("does not use Prisma": "use Prisma")
+    words_a_change: bool  # it words a change or a correction (mnemo.distill.cues)
+    first_clause: str  # what it states before its reason or aside
+
+
+@lru_cache(maxsize=8192)
+def read(text: str) -> Reading:
+    found = values_of(text)
+    values = {kind: tuple(dict.fromkeys(found[kind])) for kind in ("quantity", "version", "identifier")}
+    days = (frozenset({_WEEKDAYS[d.lower()]}) for d in _WEEKDAY.findall(text))
+    values["weekday"] = tuple(dict.fromkeys(days))
+    rest = _WEEKDAY.sub(" ", without_values(text))
+    first = re.findall(r"[\w.\-/]+", text)
+    lead = [t for t in first if t.lower() not in ("the", "el", "la", "los", "las", "our", "we")][:2]
+    lead_ids = frozenset(next(iter(v)) for t in lead for v in values_of(t)["identifier"])
+    short = frozenset(w.lower() for w in _SHORT_NAME.findall(rest))  # EU, US, QA: guard.words skips them
+    return Reading(
+        text,
+        values,
+        (words(rest) | short) - _FILLER,
+        words(text) | short,
+        has_negation(text),
+        lead_ids,
+        tuple(named_replaced(text)) if _MARK.search(text) else (),
+        tuple(" ".join(m.group(1).split()) for m in _DENIED.finditer(text)),
+        words_change(text) or words_correction(text),
+        _CLAUSE.split(text, maxsplit=1)[0],
+    )
+
+
+def replaces(newer: str, older: str, said: Sequence[str] = ()) -> str:
+    """Why ``newer`` replaces ``older`` (named or same frame); '' when it does not. ``said``: the
+    lines of the person's the newer one cites, where the change may be named."""
+    return _replaces(newer, older) or _named(newer, older, said, own=False)
+
+
+@lru_cache(maxsize=65536)
+def _replaces(newer: str, older: str) -> str:
+    """:func:`replaces` on the two texts alone (recall asks it of the same pairs again and again)."""
+    return (
+        _named(newer, older, ())
+        or _quoted(newer, older)
+        or _same_frame(newer, older)
+        or _same_frame(read(newer).first_clause, read(older).first_clause)
+    )
+
+
+def named_replaced(text: str) -> list[str]:
+    """What ``text`` names as replaced by a change ("from Tuesday to Thursday" → "Tuesday")."""
+    found = []
+    for pattern in _REPLACED:
+        found += [" ".join(m.group(1).split()) for m in pattern.finditer(text)]
+    return [x for x in dict.fromkeys(found) if x]
+
+
+def _named(newer: str, older: str, said: Sequence[str], *, own: bool = True) -> str:
+    """The named rule on the newer's own text (``own``) and the sentences of ``said``."""
+    new, old = read(newer), read(older)
+    sentences = [newer] if own else []
+    for sentence in sentences + [s for line in said for s in _SENTENCES.split(line)]:
+        said_here = read(sentence)
+        for replaced, denied in [
+            *((x, False) for x in said_here.replaced),
+            *((x, True) for x in said_here.denied),
+        ]:
+            x = read(replaced)
+            x_values = {kind: v for kind, v in x.values.items() if v}
+            if denied and (old.negated or not x.words):
+                continue  # the older says it is not so too, or what is denied is a bare value
+            if x_values:
+                if not all(_states(old, kind, value) for kind, vs in x_values.items() for value in vs):
+                    continue
+                if _different_things(new, old, replaced_is_identifier="identifier" in x_values):
+                    continue
+            elif not x.all_words - _FILLER or not (x.all_words - _FILLER) <= old.all_words:
+                continue
+            subject = old.words - x.all_words
+            around = new.words | read(sentence).words
+            # No other word: the older was all what is replaced.
+            if not subject or len(subject & around) / len(subject) >= SUBJECT_SHARE:
+                return f"names what it replaces: {replaced!r}, which the older states"
+    return ""
+
+
+def _quoted(newer: str, older: str) -> str:
+    """The newer words a change or a correction, leads with a value the older lacks and names the
+    older's value of that kind beside it ("64 GiB; the 32 GiB in the notes was the worker's")."""
+    new, old = read(newer), read(older)
+    if not new.words_a_change:
+        return ""
+    for kind in ("quantity", "version", "identifier", "weekday"):
+        theirs = old.values[kind]
+        dimensions = {_dimension(t) for t in theirs}
+        mine = [v for v in new.values[kind] if kind != "quantity" or _dimension(v) in dimensions]
+        if len(mine) < 2 or _states(old, kind, mine[0]) or not any(_states(old, kind, v) for v in mine[1:]):
+            continue
+        if kind != "identifier" and _different_things(new, old, replaced_is_identifier=False):
+            continue
+        subject = old.words
+        if not subject or len(subject & new.words) / len(subject) >= SUBJECT_SHARE:
+            return f"leads with another {kind} and names the older's beside it"
+    return ""
+
+
+def _same_frame(newer: str, older: str) -> str:
+    new, old = read(newer), read(older)
+    if not old.words or new.negated != old.negated:
+        return ""
+    if old.words - new.words or (new.words - old.words) - _CHANGE:
+        return ""  # something else differs: another thing, not another value of it
+    apart = [kind for kind in ("quantity", "version", "identifier", "weekday") if _apart(new, old, kind)]
+    if not apart:
+        return ""
+    if "identifier" in apart and (len(apart) > 1 or _different_things(new, old, replaced_is_identifier=True)):
+        return ""
+    moved = apart == ["identifier"] and _only_paths(new, old)
+    if moved and not (new.words - old.words) & _CHANGE:
+        return ""  # "Type error in a.ts" / "… in b.ts": two errors, unless the newer says it moved
+    if siblings(newer, older) and not moved:
+        return ""
+    kinds = ", ".join(apart)
+    return f"the same statement with another {kinds}"
+
+
+def _apart(new: Reading, old: Reading, kind: str) -> bool:
+    """Each states a value of ``kind`` (a quantity: of one dimension) the other does not."""
+    if kind != "quantity":
+        return bool(_only(new, old, kind)) and bool(_only(old, new, kind))
+    mine, theirs = _only(new, old, kind), _only(old, new, kind)
+    return bool({_dimension(v) for v in mine} & {_dimension(v) for v in theirs})
+
+
+def _only(one: Reading, other: Reading, kind: str) -> list[frozenset[str]]:
+    return [v for v in one.values[kind] if not _states(other, kind, v)]
+
+
+def _states(reading: Reading, kind: str, value: frozenset[str]) -> bool:
+    """Whether ``reading`` states ``value``: a bare number is the number a quantity was written
+    with ("from 90 to 30" / "90 days"), and the other way round."""
+    if kind != "quantity":
+        return any(value & v for v in reading.values[kind])
+    theirs = {r for v in reading.values["quantity"] for r in v}
+    mine = {r for r in value if not r.startswith(WRITTEN)}
+    if mine & theirs:
+        return True
+    as_number = {"number:" + r.removeprefix(WRITTEN) for r in value if r.startswith(WRITTEN)}
+    if all(r.startswith("number:") for r in mine):
+        as_number |= mine
+        theirs |= {"number:" + r.removeprefix(WRITTEN) for r in theirs if r.startswith(WRITTEN)}
+    return bool(as_number & theirs)
+
+
+def _dimension(value: frozenset[str]) -> str:
+    return min(r for r in value if not r.startswith(WRITTEN)).partition(":")[0]
+
+
+def _different_things(new: Reading, old: Reading, *, replaced_is_identifier: bool) -> bool:
+    """Whether the two name different things: each names an identifier the other lacks and that
+    is not the value replaced, or it is but they share another value or it leads either one."""
+    if not (_only(new, old, "identifier") and _only(old, new, "identifier")):
+        return False
+    if any(_states(old, "identifier", v) for v in new.values["identifier"]):
+        return False  # one name in common: one subject, another of its values
+    if not replaced_is_identifier:
+        return True
+    shared = any(
+        not _only(new, old, kind) and new.values[kind] for kind in ("quantity", "version", "weekday")
+    )
+    led = any(v & new.lead or v & old.lead for v in (*new.values["identifier"], *old.values["identifier"]))
+    return shared or led
+
+
+def _only_paths(new: Reading, old: Reading) -> bool:
+    differing = [*_only(new, old, "identifier"), *_only(old, new, "identifier")]
+    return all(_PATH.search(next(iter(v))) for v in differing)
+
+
+def newest_first(memories: Sequence[Memory]) -> tuple[list[Memory], dict[str, Memory]]:
+    """``memories`` (best first) with each group of one subject at different values led by its
+    newest, the others just after it; and {id of an earlier one: the newest of its group}."""
+    newest: dict[str, Memory] = {}
+    for i, one in enumerate(memories):
+        for other in memories[i + 1 :]:
+            if one.namespace != other.namespace:
+                continue
+            older, newer = sorted((one, other), key=lambda m: (m.valid_from, m.created_at, m.id))
+            if replaces(newer.what or newer.content, older.what or older.content):
+                newest[older.id] = newer
+    if not newest:
+        return list(memories), {}
+
+    def head(memory: Memory) -> Memory:
+        seen = {memory.id}
+        while memory.id in newest and newest[memory.id].id not in seen:
+            memory = newest[memory.id]
+            seen.add(memory.id)
+        return memory
+
+    led = {m.id: head(m) for m in memories}
+    ordered: list[Memory] = []
+    for memory in memories:
+        first = led[memory.id]
+        if any(m.id == first.id for m in ordered):
+            continue
+        ordered.append(first)
+        ordered += [m for m in memories if led[m.id].id == first.id and m.id != first.id]
+    earlier = {m.id: led[m.id] for m in memories if led[m.id].id != m.id}
+    return ordered, earlier
+
+
+def replaced_by(new: Memory, current: Sequence[Memory], said: Sequence[str] = ()) -> list[tuple[Memory, str]]:
+    """The memories of ``current`` (active, of ``new``'s namespace, not newer than it) that ``new``
+    replaces by the rules, each with the evidence. ``said``: the person's lines ``new`` cites."""
+    out = []
+    for old in current:
+        if old.id == new.id or old.namespace != new.namespace or old.status is not MemoryStatus.ACTIVE:
+            continue
+        if old.valid_from > new.valid_from:
+            continue
+        evidence = replaces(new.what or new.content, old.what or old.content, said)
+        if evidence:
+            out.append((old, evidence))
+    return out
+
+
+def with_rules(row: JudgeLogRow, ruled: Sequence[tuple[Memory, str]]) -> JudgeLogRow:
+    """The judge log's row with what the rules closed beside the model's reading."""
+    if not ruled:
+        return row
+    detail = json.loads(row.detail) if row.detail else {}
+    detail["rules"] = [
+        {"closes": old.id, "text": old.what or old.content, "evidence": why} for old, why in ruled
+    ]
+    closes = list(dict.fromkeys([*row.closes, *(old.id for old, _ in ruled)]))
+    named = "; ".join(f"{old.id}: {why}" for old, why in ruled)
+    action = "close" if row.action in ("add", "merge") else row.action
+    reason = f"{row.reason}; by rule, replaces {named}"
+    return replace(
+        row,
+        action=action,
+        target="",
+        closes=closes,
+        reason=reason,
+        detail=json.dumps(detail, ensure_ascii=False),
+    )
+
+
+def earlier_note(memory: Memory, newer: Memory) -> str:
+    """How an earlier memory of a group is marked beside its newest: its date and the newer one."""
+    return f"earlier, {memory.valid_from:%Y-%m-%d}; {newer.id} of {newer.valid_from:%Y-%m-%d} is newer"
+
+
+def earlier_notes(memories: Sequence[Memory]) -> dict[str, str]:
+    """{id of each earlier memory of a group among ``memories``: its :func:`earlier_note`}."""
+    _, newest = newest_first(memories)
+    return {memory_id: earlier_note(m, newest[memory_id]) for m in memories if (memory_id := m.id) in newest}

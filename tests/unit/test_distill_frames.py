@@ -1,0 +1,125 @@
+"""The newest word wins, by rule (mnemo.distill.frames): which current memory a newer one replaces,
+read from the two texts alone. The sibling trap set comes first: it must never close one.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from mnemo.distill.frames import named_replaced, newest_first, replaced_by, replaces
+from mnemo.memories import Memory
+from mnemo.vocabulary import MemoryStatus
+from tests.helpers import make_memory
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+NOW = datetime(2026, 11, 20, tzinfo=UTC)
+
+# (older, newer): two things that share a value or the shape of a sentence, both true.
+SIBLINGS = [
+    ("Staging deploys on Tuesdays", "Production deploys on Thursdays"),
+    ("Staging deploys on Tuesdays", "Production deploys on Tuesdays"),
+    ("API_KEY is rotated every 90 days", "DB_PASSWORD is rotated every 90 days"),
+    ("The payments-api service listens on port 8080", "The checkout-api service listens on port 9090"),
+    ("Refresh tokens expire after 15 minutes", "Access tokens expire after 15 minutes"),
+    ("Refresh tokens expire after 30 days", "Access tokens expire after 15 minutes"),
+    ("The gateway timeout is 300 s", "The search timeout is 600 s"),
+    ("The default HTTP timeout is 30 s", "The payments client HTTP timeout is 60 s"),
+    ("deploy-prod runs at 02:00 UTC", "deploy-staging runs at 04:00 UTC"),
+    ("Type error in src/a.ts", "Type error in src/b.ts"),
+    ("Strict mode is on in src/app/config.ts since v2", "Strict mode is on in src/lib/legacy.ts since v3"),
+    ("The EU cluster runs Kubernetes 1.29", "The US cluster runs Kubernetes 1.30"),
+    ("El timeout de staging es 30 s", "El timeout de producción es 60 s"),
+    ("The ingest worker gets 512 MB of memory", "The export worker gets 1 GB of memory"),
+    ("Backups run on Sundays", "Deploys happen on Thursdays"),
+    ("gw-eu-1 times out at 30 s", "gw-eu-2 times out at 60 s"),
+    ("We pin numpy to 1.26", "We pin pandas to 2.2"),
+    ("Reviews need 2 approvals on the api repo", "Reviews need 1 approval on the docs repo"),
+    ("The retry limit is 3", "The retry limit is not 3 for webhooks"),
+    ("Los backups se guardan 30 días", "Los logs se guardan 14 días"),
+]  # fmt: skip
+
+# (older, newer, what the person said): the newer replaces the older.
+CHANGES = [
+    ("We deploy on Tuesdays", "Deploys move to Thursday", ""),
+    ("We deploy on Tuesdays", "We deploy on Thursdays", ""),
+    ("The gateway timeout is 300 s", "The gateway timeout is 600 s", ""),
+    ("The gateway timeout is 300 s", "Gateway timeout is 600 s", "the timeout is 600, not 300"),
+    ("The gateway is gw-eu-1", "The gateway is gw-eu-2", ""),
+    ("Background jobs run on graphile-worker", "Jobs go through BullMQ instead of graphile-worker", ""),
+    ("The gateway timeout is 300 s", "El timeout del gateway pasa de 300 a 600 s", ""),
+    ("The runbook is docs/runbook.md", "The runbook moved to docs/ops/deploy.md", ""),
+    ("Access tokens expire after 15 minutes", "Access tokens now expire after 30 minutes", ""),
+    ("We pin numpy to 1.26", "We no longer pin numpy", ""),
+    ("Trivy findings block merges to main", "Trivy findings do not block merges; the scan only reports", ""),
+    ("invoice-pdf usa wkhtmltopdf", "invoice-pdf no usa wkhtmltopdf; los PDF se generan con WeasyPrint", ""),
+    ("Python 3.11 is the runtime", "Python 3.12 is the runtime", ""),
+    ("CI artifacts are retained for 90 days", "We reduced CI artifact retention from 90 to 30 days", ""),
+    ("Each team runs up to 40 concurrent trainings", "The per-team training cap is 4; the 40 was a typo", ""),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("older", "newer"), SIBLINGS)
+def test_siblings_never_replace_one_another(older: str, newer: str) -> None:
+    assert replaces(newer, older) == "" and replaces(older, newer) == ""
+
+
+@pytest.mark.parametrize(("older", "newer", "said"), CHANGES)
+def test_a_change_or_correction_replaces_the_older_value(older: str, newer: str, said: str) -> None:
+    assert replaces(newer, older, [said] if said else [])
+
+
+def test_what_a_change_replaces_is_copied_from_the_persons_words() -> None:
+    assert named_replaced("Deploys move from Tuesday to Thursday") == ["Tuesday"]
+    assert named_replaced("the timeout is 600, not 300") == ["300"]
+    assert named_replaced("use BullMQ instead of graphile-worker.") == ["graphile-worker"]
+    assert named_replaced("el timeout pasa de 300 a 600 s") == ["300"]
+    assert named_replaced("We deploy on Thursdays") == []
+
+
+def test_the_labelled_pairs_never_close_what_is_the_same_or_unrelated() -> None:
+    """On every labelled pair of the judge's and the guard's sets, a pair that is the same memory
+    or unrelated is never a replacement (and some changes are: the rule is not silent)."""
+    wrong, closed = [], 0
+    for name in ("judge_pairs_blind.jsonl", "judge_pairs_test.jsonl", "guard_pairs.jsonl"):
+        for line in (DATA / name).read_text(encoding="utf-8").splitlines():
+            pair = json.loads(line)
+            older, newer = (
+                (pair["old"]["what"], pair["new"]["what"]) if "old" in pair else (pair["a"], pair["b"])
+            )
+            found = replaces(newer, older)
+            if found and pair["label"] in ("same", "unrelated", "duplicate"):
+                wrong.append((older, newer, found))
+            closed += bool(found) and pair["label"] in ("updates", "contradicts", "change")
+    assert wrong == []
+    assert closed >= 60
+
+
+def _memory(memory_id: str, what: str, days_ago: int, namespace: str = "workspace:shop") -> Memory:
+    return make_memory(memory_id, what, NOW - timedelta(days=days_ago), namespace=namespace)
+
+
+def test_the_newest_of_a_group_leads_and_the_others_are_marked_earlier() -> None:
+    tuesday = _memory("m-tue", "We deploy on Tuesdays", 10)
+    thursday = _memory("m-thu", "We deploy on Thursdays", 2)
+    friday = _memory("m-fri", "We deploy on Fridays", 20)
+    other = _memory("m-db", "Orders stay in Postgres", 5)
+    ordered, newest = newest_first([tuesday, other, friday, thursday])
+    assert [m.id for m in ordered] == ["m-thu", "m-tue", "m-fri", "m-db"]
+    assert {k: v.id for k, v in newest.items()} == {"m-tue": "m-thu", "m-fri": "m-thu"}
+
+
+def test_only_older_current_memories_of_the_namespace_are_replaced() -> None:
+    new = _memory("m-new", "We deploy on Thursdays", 1)
+    current = [
+        _memory("m-old", "We deploy on Tuesdays", 5),
+        _memory("m-later", "We deploy on Mondays", 0),  # newer than the new one
+        _memory("m-other", "We deploy on Fridays", 5, namespace="workspace:other"),
+        _memory("m-closed", "We deploy on Wednesdays", 5).model_copy(update={"status": MemoryStatus.CLOSED}),
+    ]
+    assert [(old.id, why) for old, why in replaced_by(new, current)] == [
+        ("m-old", "the same statement with another weekday")
+    ]
