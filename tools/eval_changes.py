@@ -46,6 +46,7 @@ from mnemo.distill.frames import replaces
 from mnemo.distill.judge import Action, judge, statement
 from mnemo.distill.meter import TokenMeter
 from mnemo.embed import load_embedder
+from mnemo.errors import MnemoError
 from mnemo.memories import Memory, Origin, RememberRequest
 from mnemo.store import open_store
 from mnemo.vocabulary import MemoryStatus, MemoryType
@@ -104,6 +105,9 @@ async def remember_cases(cases: Sequence[dict[str, Any]], home: str) -> list[dic
     try:
         out = []
         for case, (ids, top) in zip(cases, asked, strict=True):
+            if not ids:
+                out.append({"id": case["id"], "label": case["label"], "refused": top})
+                continue
             stored = [store.get_memory(memory_id) for memory_id in ids]
             closed = {i for i, m in enumerate(stored) if m is not None and m.status is MemoryStatus.CLOSED}
             out.append(_scored(case, closed, top))
@@ -113,11 +117,16 @@ async def remember_cases(cases: Sequence[dict[str, Any]], home: str) -> list[dic
 
 
 async def _remember_one(client: DaemonClient, case: dict[str, Any]) -> tuple[list[str], str]:
+    """The case's memory ids and what recall put first; no ids and why, when remember refused a
+    step (what looks like a credential is never stored): the case is left out of the figures."""
     namespace = f"workspace:case-{case['id']}"
     ids = []
     for step in case["steps"]:
         request = RememberRequest(content=step["what"], type=MemoryType(step["type"]), namespace=namespace)
-        ids.append((await client.remember(request)).id)
+        try:
+            ids.append((await client.remember(request)).id)
+        except MnemoError as exc:
+            return [], str(exc)
     found = await client.recall(RecallRequest(query=case["question"], namespace=namespace))
     return ids, found.memories[0].memory.content.lower() if found.memories else ""
 
@@ -138,11 +147,13 @@ def _scored(case: dict[str, Any], closed: set[int], top: str) -> dict[str, Any]:
     }
 
 
-def remember_metrics(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def remember_metrics(scored: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    results = [r for r in scored if "refused" not in r]
     due = sum(r["due"] for r in results)
     keeping = [r for r in results if r["label"] in KEEPING]
     return {
         "cases": len(results),
+        "refused": [r["id"] for r in scored if "refused" in r],
         "closes_due": due,
         "closed": round(sum(r["closed_due"] for r in results) / max(1, due), 4),
         "current_first": round(sum(r["current_first"] for r in results) / max(1, len(results)), 4),

@@ -36,7 +36,7 @@ import numpy.typing as npt
 
 from mnemo.api.audit import ACTIONS, Finding, FindingKind
 from mnemo.distill.forms import FORM_WORDS, junk_form
-from mnemo.distill.frames import read, replaces
+from mnemo.distill.frames import candidate_pairs, replaces
 from mnemo.distill.gate import AGENTS_DOING, agents_doing, ungrounded, unsaid
 from mnemo.distill.guard import compare, overlap
 from mnemo.distill.repeats import normal
@@ -168,13 +168,7 @@ def _superseded(evidence: Evidence) -> list[Finding]:
     found = []
     for group in groups.values():
         ordered = sorted(group, key=lambda m: (m.valid_from, m.created_at, m.id))
-        postings: dict[str, list[int]] = {}
-        for i, memory in enumerate(ordered):
-            for word in read(memory.what or memory.content).words:
-                postings.setdefault(word, []).append(i)
-        shared = [at for at in postings.values() if len(at) <= MAX_SHARING]
-        pairs = {(i, j) for at in shared for i in at for j in at if i < j}
-        for i, j in sorted(pairs):
+        for i, j in sorted(candidate_pairs([m.what or m.content for m in ordered], MAX_SHARING)):
             older, newer = ordered[i], ordered[j]
             evidence_ = replaces(newer.what or newer.content, older.what or older.content)
             if evidence_:

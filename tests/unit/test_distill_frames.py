@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from mnemo.distill.frames import named_replaced, newest_first, replaced_by, replaces
+from mnemo.distill.frames import named_replaced, replaces
+from mnemo.distill.newest import newest_first, replaced_by
 from mnemo.memories import Memory
 from mnemo.vocabulary import MemoryStatus
 from tests.helpers import make_memory

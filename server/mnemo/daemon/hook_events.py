@@ -42,7 +42,7 @@ from mnemo.daemon.keeping import KeepSets
 from mnemo.daemon.recalling import Recall
 from mnemo.daemon.recording import Recording
 from mnemo.daemon.storecalls import StoreCalls
-from mnemo.distill.frames import earlier_notes
+from mnemo.distill.newest import newest_led
 from mnemo.episodes import EpisodeIn, Role, clip_text
 from mnemo.errors import InputError
 from mnemo.injected import strip_injected
@@ -346,12 +346,12 @@ class HookEvents:
         if unknown:
             here = await self._calls(self.store.in_session, unknown, state.id)
             state.learn(unknown, here)
+        ranked, earlier = newest_led(ranked)  # each group of one thing's values led by its newest
         fresh = [
             m
             for m in ranked
             if m.id not in state.injected and m.id not in suppressed and not state.came_from_here(m.sources)
         ]
-        earlier = earlier_notes(ranked)  # led by their newest already (Recall.related_current)
         block = pack(fresh, budget, source=event, outdated=self._recall.code.notes(fresh), earlier=earlier)
         if block is None:
             return _context(event, before)

@@ -14,7 +14,7 @@ from mnemo.config import Settings
 from mnemo.daemon.indexing import Indexing
 from mnemo.daemon.recording import Recording
 from mnemo.daemon.storecalls import StoreCalls
-from mnemo.distill.frames import replaced_by
+from mnemo.distill.newest import replaced_by
 from mnemo.distill.versions import closed
 from mnemo.episodes import EpisodeIn, EpisodeKind, Role, new_id
 from mnemo.errors import NotFoundError

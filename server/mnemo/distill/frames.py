@@ -20,25 +20,21 @@ when the identifier leads the statement (its subject: "API_KEY rotates …"); na
 stop the frame. A file path alone is a value only when the newer words a change ("the runbook
 moved to docs/ops.md"): "Type error in a.ts" and "… in b.ts" are two errors.
 
-The writer (:mod:`mnemo.distill.writer`) and ``remember`` close the older by it; recall and the
-hooks show the newest of a group first until a close is written (:func:`newest_first`); ``mnemo
-audit`` reports what is left (:mod:`mnemo.health`).
+What follows from it among memories — which current ones a new memory closes, the newest of a
+group shown first until a close is written — is :mod:`mnemo.distill.newest`'s; ``mnemo audit``
+reports what is left (:mod:`mnemo.health`).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 
 from mnemo.distill.cues import words_change, words_correction
 from mnemo.distill.guard import has_negation, siblings, words
 from mnemo.distill.readings import WRITTEN, values_of, without_values
-from mnemo.memories import Memory
-from mnemo.store.distill import JudgeLogRow
-from mnemo.vocabulary import MemoryStatus
 
 _WEEKDAYS = {
     "monday": "monday", "tuesday": "tuesday", "wednesday": "wednesday", "thursday": "thursday",
@@ -68,11 +64,20 @@ _CHANGE = words(
     "reemplaza reemplazamos renombrado corrige corregido errata migramos"
 )
 SUBJECT_SHARE = 0.5  # of the older's other words, in the newer or the sentence naming the change
+_NAMING = ("identifier", "name")  # the kinds of value that also say which thing
+_KINDS = ("quantity", "version", "identifier", "weekday", "name")
 _PATH = re.compile(r"/|\.[a-z][a-z0-9]{0,5}$", re.IGNORECASE)  # src/app.ts, config.toml
 _CLAUSE = re.compile(
-    r"\s*(?:;|—|\s-\s|\.\s|\(|\b(?:since|because|after|when|so that|desde|porque|tras|cuando|para que)\b)\s*",
+    r"\s*(?:;|,\s|—|\s-\s|\.\s|\(|"
+    r"\b(?:since|because|after|when|so that|desde|porque|tras|cuando|para que)\b)\s*",
     re.IGNORECASE,
 )
+_BESIDE = re.compile(
+    r"\b(?:too|also|as well|likewise|same as|just like|también|tambien|igual que|al igual|lo mismo que)\b",
+    re.IGNORECASE,
+)
+_ARTICLES = frozenset({"the", "el", "la", "los", "las", "our", "we"})
+_NAME = re.compile(r"(?<![\w.\-/])[A-Za-zÀ-ÿ][\w+#\-]*")
 _SHORT_NAME = re.compile(r"\b[A-Z]{2}\b")
 _SENTENCES = re.compile(r"(?<=[.!?;\n])\s+")
 _X = r"([^,.;:()\n]{1,40}?)"  # what a change names, up to the next mark
@@ -87,6 +92,12 @@ _INSTEAD = (
     "reemplazando a|reemplaza a|sustituye a|ya no"
 )
 _FORMERLY = "used to be|previously|formerly|antes era|solía ser|was previously"
+_DROPPED = (
+    "drop|dropping|dropped|remove|removing|removed|ripped out|rip out|retire|retiring|retired|stop using|"
+    "stopped using|get rid of|got rid of|deprecate|deprecated|sunset|apagamos|quitamos|quitar|eliminamos|"
+    "dejamos de usar|sacamos"
+)
+_SAID_BEFORE = r"(?:i|we)\s+(?:said|wrote|put|told you)|(?:dije|puse|escribí)"
 _WAS_WRONG = (
     "was a typo|is a typo|was wrong|is wrong|estaba mal|era un error|es un error|era una errata|es incorrecto"
 )
@@ -95,7 +106,9 @@ _UP_TO_3 = r"([\w.\-/]+(?:\s+[\w.\-/]+){0,2})"
 # A word every pattern of _REPLACED needs: the cheap test before them.
 _MARK = re.compile(
     r"→|->|=>|\b(?:from|de|instead|rather|place|replac\w*|reemplaz\w*|sustituye|longer|ya|used|previously|formerly|"
-    r"antes|solía|not|no|typo|wrong|mal|error|errata|incorrecto|renamed|renombr\w*|called|llama)\b",
+    r"antes|solía|not|no|typo|wrong|mal|error|errata|incorrecto|renamed|renombr\w*|called|llama|"
+    r"drop\w*|remov\w*|ripped|rip|retir\w*|stop\w*|rid|deprecat\w*|sunset|apagamos|quit\w*|elimin\w*|"
+    r"dejamos|sacamos|said|wrote|put|told|dije|puse|escribí|rename|migration|switch|move)\b",
     re.IGNORECASE,
 )
 # What a statement says is not so, which the older may state: "does not block merges", "no usa
@@ -112,6 +125,9 @@ _REPLACED = [
     re.compile(rf"{_UP_TO_3}\s*(?:→|->|=>)\s*\S"),
     re.compile(rf"\b(?:{_INSTEAD})\s+{_X}{_STOP_X}", re.IGNORECASE),
     re.compile(rf"\b(?:{_FORMERLY})\s+{_X}{_STOP_X}", re.IGNORECASE),
+    re.compile(rf"\b(?:{_DROPPED})\s+(?:the\s+|el\s+|la\s+|los\s+|las\s+)?{_X}{_STOP_X}", re.IGNORECASE),
+    re.compile(rf"\b(?:{_SAID_BEFORE})\s+{_X}{_STOP_X}", re.IGNORECASE),
+    re.compile(r"\b([\w.\-/]+)\s+to\s+[\w.\-/]+\s+(?:rename|migration|switch|move)\b", re.IGNORECASE),
     re.compile(rf"[\w.%]+\s*,\s*(?:not|no)\s+{_X}{_STOP_X}", re.IGNORECASE),
     re.compile(rf"\b(?:not|no)\s+{_X},?\s+(?:but|sino)\s", re.IGNORECASE),
     re.compile(rf"{_UP_TO_3}\s+(?:{_WAS_WRONG})", re.IGNORECASE),
@@ -143,9 +159,14 @@ def read(text: str) -> Reading:
     days = (frozenset({_WEEKDAYS[d.lower()]}) for d in _WEEKDAY.findall(text))
     values["weekday"] = tuple(dict.fromkeys(days))
     rest = _WEEKDAY.sub(" ", without_values(text))
-    first = re.findall(r"[\w.\-/]+", text)
-    lead = [t for t in first if t.lower() not in ("the", "el", "la", "los", "las", "our", "we")][:2]
-    lead_ids = frozenset(next(iter(v)) for t in lead for v in values_of(t)["identifier"])
+    names = [m for m in _NAME.finditer(rest) if _is_name(m.group(0)) and not _starts(rest, m.start())]
+    values["name"] = tuple(dict.fromkeys(frozenset({m.group(0).lower()}) for m in names))
+    for m in reversed(names):  # the names out of the words, by their places
+        rest = rest[: m.start()] + " " + rest[m.end() :]
+    first = [t.lower() for t in re.findall(r"[\w.\-/]+", text)]
+    lead = {t for t in first if t not in _ARTICLES}.intersection([t for t in first if t not in _ARTICLES][:2])
+    named = {r for kind in _NAMING for v in values[kind] for r in v}
+    lead_ids = frozenset(lead & named)
     short = frozenset(w.lower() for w in _SHORT_NAME.findall(rest))  # EU, US, QA: guard.words skips them
     return Reading(
         text,
@@ -161,9 +182,23 @@ def read(text: str) -> Reading:
     )
 
 
+def _is_name(token: str) -> bool:
+    """A product's or a person's name: upper- and lower-case letters (Redis, MkDocs, GitHub), not
+    an acronym (API, TTL: words of the subject) nor a word in lower case."""
+    return any(c.isupper() for c in token) and any(c.islower() for c in token) and len(token) >= 3
+
+
+def _starts(text: str, at: int) -> bool:
+    """Whether ``at`` starts a sentence of ``text``: its first word is capitalised as any is."""
+    before = text[:at].rstrip()
+    return not before or before[-1] in ".!?;:\n(\"'¿¡-—"
+
+
 def replaces(newer: str, older: str, said: Sequence[str] = ()) -> str:
     """Why ``newer`` replaces ``older`` (named or same frame); '' when it does not. ``said``: the
     lines of the person's the newer one cites, where the change may be named."""
+    if _BESIDE.search(newer):
+        return ""  # "… every 90 days too", "also", "igual que": one more thing, beside the older
     return _replaces(newer, older) or _named(newer, older, said, own=False)
 
 
@@ -198,12 +233,14 @@ def _named(newer: str, older: str, said: Sequence[str], *, own: bool = True) -> 
         ]:
             x = read(replaced)
             x_values = {kind: v for kind, v in x.values.items() if v}
-            if denied and (old.negated or not x.words):
-                continue  # the older says it is not so too, or what is denied is a bare value
+            bare = not x.words and not any(x.values[k] for k in _NAMING)
+            if denied and (old.negated or bare):
+                continue  # the older says it is not so too, or what is denied is a bare number
             if x_values:
                 if not all(_states(old, kind, value) for kind, vs in x_values.items() for value in vs):
                     continue
-                if _different_things(new, old, replaced_is_identifier="identifier" in x_values):
+                kind = next((k for k in _NAMING if k in x_values), None)
+                if _different_things(new, old, replaced=kind):
                     continue
             elif not x.all_words - _FILLER or not (x.all_words - _FILLER) <= old.all_words:
                 continue
@@ -221,13 +258,13 @@ def _quoted(newer: str, older: str) -> str:
     new, old = read(newer), read(older)
     if not new.words_a_change:
         return ""
-    for kind in ("quantity", "version", "identifier", "weekday"):
+    for kind in _KINDS:
         theirs = old.values[kind]
         dimensions = {_dimension(t) for t in theirs}
         mine = [v for v in new.values[kind] if kind != "quantity" or _dimension(v) in dimensions]
         if len(mine) < 2 or _states(old, kind, mine[0]) or not any(_states(old, kind, v) for v in mine[1:]):
             continue
-        if kind != "identifier" and _different_things(new, old, replaced_is_identifier=False):
+        if kind not in _NAMING and _different_things(new, old, replaced=None):
             continue
         subject = old.words
         if not subject or len(subject & new.words) / len(subject) >= SUBJECT_SHARE:
@@ -239,12 +276,14 @@ def _same_frame(newer: str, older: str) -> str:
     new, old = read(newer), read(older)
     if not old.words or new.negated != old.negated:
         return ""
-    if old.words - new.words or (new.words - old.words) - _CHANGE:
+    left_out = old.words - new.words  # a qualifier the newer leaves out ("online", "worker"): a few
+    if len(left_out) > len(old.words) // 4 or (new.words - old.words) - _CHANGE or not old.words & new.words:
         return ""  # something else differs: another thing, not another value of it
-    apart = [kind for kind in ("quantity", "version", "identifier", "weekday") if _apart(new, old, kind)]
+    apart = [kind for kind in _KINDS if _apart(new, old, kind)]
     if not apart:
         return ""
-    if "identifier" in apart and (len(apart) > 1 or _different_things(new, old, replaced_is_identifier=True)):
+    naming = [kind for kind in apart if kind in _NAMING]
+    if naming and (len(apart) > 1 or _different_things(new, old, replaced=naming[0])):
         return ""
     moved = apart == ["identifier"] and _only_paths(new, old)
     if moved and not (new.words - old.words) & _CHANGE:
@@ -270,6 +309,9 @@ def _only(one: Reading, other: Reading, kind: str) -> list[frozenset[str]]:
 def _states(reading: Reading, kind: str, value: frozenset[str]) -> bool:
     """Whether ``reading`` states ``value``: a bare number is the number a quantity was written
     with ("from 90 to 30" / "90 days"), and the other way round."""
+    if kind == "version":  # 18.2 and 18.2.0, 7.4 and 7.4.33: one line, one more precise
+        return any(a == b or a.startswith(b + ".") or b.startswith(a + ".") for v in reading.values[kind]
+                   for a in value for b in v)  # fmt: skip
     if kind != "quantity":
         return any(value & v for v in reading.values[kind])
     theirs = {r for v in reading.values["quantity"] for r in v}
@@ -287,20 +329,21 @@ def _dimension(value: frozenset[str]) -> str:
     return min(r for r in value if not r.startswith(WRITTEN)).partition(":")[0]
 
 
-def _different_things(new: Reading, old: Reading, *, replaced_is_identifier: bool) -> bool:
-    """Whether the two name different things: each names an identifier the other lacks and that
-    is not the value replaced, or it is but they share another value or it leads either one."""
-    if not (_only(new, old, "identifier") and _only(old, new, "identifier")):
-        return False
-    if any(_states(old, "identifier", v) for v in new.values["identifier"]):
-        return False  # one name in common: one subject, another of its values
-    if not replaced_is_identifier:
-        return True
-    shared = any(
-        not _only(new, old, kind) and new.values[kind] for kind in ("quantity", "version", "weekday")
-    )
-    led = any(v & new.lead or v & old.lead for v in (*new.values["identifier"], *old.values["identifier"]))
-    return shared or led
+def _different_things(new: Reading, old: Reading, *, replaced: str | None) -> bool:
+    """Whether the two name different things: of identifiers or of names, each names one the
+    other lacks, and that kind is not what is replaced, or it is but they share another value or
+    such a name leads either one ("API_KEY rotates …" / "DB_PASSWORD rotates …")."""
+    for kind in _NAMING:
+        if not (_only(new, old, kind) and _only(old, new, kind)):
+            continue
+        if any(_states(old, kind, v) for v in new.values[kind]):
+            continue  # one in common: one subject, another of its values
+        if replaced != kind:
+            return True
+        shared = any(not _only(new, old, k) and new.values[k] for k in ("quantity", "version", "weekday"))
+        if shared or any(v & new.lead or v & old.lead for v in (*new.values[kind], *old.values[kind])):
+            return True
+    return False
 
 
 def _only_paths(new: Reading, old: Reading) -> bool:
@@ -308,82 +351,11 @@ def _only_paths(new: Reading, old: Reading) -> bool:
     return all(_PATH.search(next(iter(v))) for v in differing)
 
 
-def newest_first(memories: Sequence[Memory]) -> tuple[list[Memory], dict[str, Memory]]:
-    """``memories`` (best first) with each group of one subject at different values led by its
-    newest, the others just after it; and {id of an earlier one: the newest of its group}."""
-    newest: dict[str, Memory] = {}
-    for i, one in enumerate(memories):
-        for other in memories[i + 1 :]:
-            if one.namespace != other.namespace:
-                continue
-            older, newer = sorted((one, other), key=lambda m: (m.valid_from, m.created_at, m.id))
-            if replaces(newer.what or newer.content, older.what or older.content):
-                newest[older.id] = newer
-    if not newest:
-        return list(memories), {}
-
-    def head(memory: Memory) -> Memory:
-        seen = {memory.id}
-        while memory.id in newest and newest[memory.id].id not in seen:
-            memory = newest[memory.id]
-            seen.add(memory.id)
-        return memory
-
-    led = {m.id: head(m) for m in memories}
-    ordered: list[Memory] = []
-    for memory in memories:
-        first = led[memory.id]
-        if any(m.id == first.id for m in ordered):
-            continue
-        ordered.append(first)
-        ordered += [m for m in memories if led[m.id].id == first.id and m.id != first.id]
-    earlier = {m.id: led[m.id] for m in memories if led[m.id].id != m.id}
-    return ordered, earlier
-
-
-def replaced_by(new: Memory, current: Sequence[Memory], said: Sequence[str] = ()) -> list[tuple[Memory, str]]:
-    """The memories of ``current`` (active, of ``new``'s namespace, not newer than it) that ``new``
-    replaces by the rules, each with the evidence. ``said``: the person's lines ``new`` cites."""
-    out = []
-    for old in current:
-        if old.id == new.id or old.namespace != new.namespace or old.status is not MemoryStatus.ACTIVE:
-            continue
-        if old.valid_from > new.valid_from:
-            continue
-        evidence = replaces(new.what or new.content, old.what or old.content, said)
-        if evidence:
-            out.append((old, evidence))
-    return out
-
-
-def with_rules(row: JudgeLogRow, ruled: Sequence[tuple[Memory, str]]) -> JudgeLogRow:
-    """The judge log's row with what the rules closed beside the model's reading."""
-    if not ruled:
-        return row
-    detail = json.loads(row.detail) if row.detail else {}
-    detail["rules"] = [
-        {"closes": old.id, "text": old.what or old.content, "evidence": why} for old, why in ruled
-    ]
-    closes = list(dict.fromkeys([*row.closes, *(old.id for old, _ in ruled)]))
-    named = "; ".join(f"{old.id}: {why}" for old, why in ruled)
-    action = "close" if row.action in ("add", "merge") else row.action
-    reason = f"{row.reason}; by rule, replaces {named}"
-    return replace(
-        row,
-        action=action,
-        target="",
-        closes=closes,
-        reason=reason,
-        detail=json.dumps(detail, ensure_ascii=False),
-    )
-
-
-def earlier_note(memory: Memory, newer: Memory) -> str:
-    """How an earlier memory of a group is marked beside its newest: its date and the newer one."""
-    return f"earlier, {memory.valid_from:%Y-%m-%d}; {newer.id} of {newer.valid_from:%Y-%m-%d} is newer"
-
-
-def earlier_notes(memories: Sequence[Memory]) -> dict[str, str]:
-    """{id of each earlier memory of a group among ``memories``: its :func:`earlier_note`}."""
-    _, newest = newest_first(memories)
-    return {memory_id: earlier_note(m, newest[memory_id]) for m in memories if (memory_id := m.id) in newest}
+def candidate_pairs(texts: Sequence[str], most: int = 200) -> set[tuple[int, int]]:
+    """The pairs (i < j) of ``texts`` the rules could relate: those that share a word of their
+    statements (a word ``most`` texts or more share says nothing of a pair)."""
+    postings: dict[str, list[int]] = {}
+    for i, text in enumerate(texts):
+        for word in read(text).words:
+            postings.setdefault(word, []).append(i)
+    return {(i, j) for at in postings.values() if len(at) < most for i in at for j in at if i < j}

@@ -45,11 +45,11 @@ from mnemo.distill.extract import (
     extraction_stretches,
     worth_extracting,
 )
-from mnemo.distill.frames import replaced_by, with_rules
 from mnemo.distill.gate import anchored, dropped_row, screen
 from mnemo.distill.judge import THRESHOLD, Action, judge, judge_log_row
 from mnemo.distill.lease import LeaseLostError, WriterLease
 from mnemo.distill.llm import ChatModel
+from mnemo.distill.newest import replaced_by, with_rules
 from mnemo.distill.policy import Approval, is_tool_only
 from mnemo.distill.rails import look_again, states_something
 from mnemo.distill.repeats import fold_repeats, repeat_reason

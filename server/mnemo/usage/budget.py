@@ -37,7 +37,7 @@ def estimate_tokens(text: str) -> int:
 def memory_line(memory: Memory, outdated: str = "", earlier: str = "") -> str:
     """One line: a memory's text cannot start a line of its own (a forged entry or header).
     ``outdated``: why its code may have moved on; ``earlier``: that a newer memory states another
-    value of the same thing (:func:`mnemo.distill.frames.earlier_note`); each said first so that no
+    value of the same thing (:func:`mnemo.distill.newest.earlier_note`); each said first so that no
     cut loses it."""
     scope = memory.namespace.split(":", 1)[0]  # person / workspace
     content, why = " ".join(memory.content.split()), " ".join(memory.why.split())
