@@ -40,6 +40,7 @@ SIBLINGS = [
     ("We pin numpy to 1.26", "We pin pandas to 2.2"),
     ("Reviews need 2 approvals on the api repo", "Reviews need 1 approval on the docs repo"),
     ("The retry limit is 3", "The retry limit is not 3 for webhooks"),
+    ("The nightly job ran ok", "The billing-nightly job was renamed to invoices-nightly"),
     ("Los backups se guardan 30 días", "Los logs se guardan 14 días"),
 ]  # fmt: skip
 

@@ -245,9 +245,12 @@ def _named(newer: str, older: str, said: Sequence[str], *, own: bool = True) -> 
             elif not x.all_words - _FILLER or not (x.all_words - _FILLER) <= old.all_words:
                 continue
             subject = old.words - x.all_words
-            around = new.words | read(sentence).words
+            shared = subject & (new.words | read(sentence).words)
+            # A single plain word ("the job was renamed") names little: two more words must agree.
+            if not x_values and len(x.all_words - _FILLER) == 1 and len(shared) < 2:
+                continue
             # No other word: the older was all what is replaced.
-            if not subject or len(subject & around) / len(subject) >= SUBJECT_SHARE:
+            if not subject or len(shared) / len(subject) >= SUBJECT_SHARE:
                 return f"names what it replaces: {replaced!r}, which the older states"
     return ""
 
