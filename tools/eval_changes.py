@@ -10,6 +10,8 @@ stay), a question and what the current answer contains. Two measures:
   through a real daemon (``mnemo remember``), then its question recalled: whether each replaced
   step was closed, whether the memory recall puts first holds the current value, and whether
   anything else was closed;
+- ``--rules``: the rules alone on each step and the one before it (the person's line read), no
+  model and no store;
 - ``--llm-url URL --model NAME``: the writer's decision on each step against the one before it —
   the model's judge (as ``tools/eval_pairs.py`` asks it) and the rules of
   :mod:`mnemo.distill.frames`, combined as the writer combines them (what the rules say is
@@ -241,6 +243,19 @@ def judge_metrics(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "rule_only": of_rule(results)}  # fmt: skip
 
 
+def rule_cases(cases: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rules alone on each step and the one before it, the person's line read: no model, no
+    store."""
+    out = []
+    for case in cases:
+        for older, newer, replacing in replaced_pairs(case):
+            old, new = case["steps"][older], case["steps"][newer]
+            said = [new["person"]] if new.get("person") else []
+            ruled = bool(replaces(new["what"], old["what"], said))
+            out.append({"id": case["id"], "label": case["label"], "replacing": replacing, "rule": ruled})
+    return out
+
+
 def of_rule(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     due = [r for r in results if r["replacing"]]
     keep = [r for r in results if not r["replacing"]]
@@ -257,12 +272,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("cases", type=Path, nargs="+", help="labelled cases (JSON lines)")
     parser.add_argument("--remember", action="store_true", help="with no model, through a real daemon")
+    parser.add_argument(
+        "--rules", action="store_true", help="the rules alone on each pair: no model, no store"
+    )
     parser.add_argument("--llm-url", help="an OpenAI-compatible endpoint: the writer's decision on each pair")
     parser.add_argument("--model", default="", help="the model name the endpoint serves")
     parser.add_argument("--json", action="store_true", help="print one JSON object, each case's result too")
     args = parser.parse_args(argv)
-    if args.remember == bool(args.llm_url):
-        parser.error("give either --remember or --llm-url")
+    if sum((args.remember, args.rules, bool(args.llm_url))) != 1:
+        parser.error("give one of --remember, --rules, --llm-url")
     try:
         cases = [c for path in args.cases for c in load_cases(path)]
     except (OSError, ValueError) as exc:
@@ -273,6 +291,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.remember:
             results = anyio.run(remember_cases, cases, home)
             metrics = remember_metrics(results)
+        elif args.rules:
+            results = rule_cases(cases)
+            metrics = {"pairs": len(results), "rule_only": of_rule(results)}
         else:
             results = judge_cases(cases, args.llm_url, args.model, home)
             metrics = judge_metrics(results)

@@ -68,6 +68,13 @@ def test_the_writers_decision_is_the_rules_beside_the_judge(llm_server: LLMServe
     assert out["writer"]["siblings_closed"] == 0 and out["writer"]["bad_merges"] == 0
 
 
+def test_the_rules_alone_need_no_model_and_no_store(tmp_path: Path) -> None:
+    done = _run(tmp_path, "--rules", str(_write(tmp_path, CASES)), "--json")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["pairs"] == 4 and out["rule_only"] == {"closed": 1.0, "siblings_closed": 0, "bad_closes": 0}
+
+
 def test_a_malformed_case_is_refused_naming_the_line(tmp_path: Path) -> None:
     path = _write(tmp_path, [CASES[0], {**CASES[1], "label": "maybe"}])
     done = _run(tmp_path, "--remember", str(path))

@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from mnemo.distill.frames import named_replaced, replaces
+from mnemo.distill.extract import ExtractedMemory
+from mnemo.distill.frames import named_replaced, replaces, two_things
+from mnemo.distill.judge import bars_same, guard_between
 from mnemo.distill.newest import newest_first, replaced_by
 from mnemo.memories import Memory
-from mnemo.vocabulary import MemoryStatus
+from mnemo.vocabulary import MemoryStatus, MemoryType
 from tests.helpers import make_memory
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -100,6 +102,22 @@ def test_the_labelled_pairs_never_close_what_is_the_same_or_unrelated() -> None:
     assert closed >= 60
 
 
+@pytest.mark.parametrize("name", ["changes_fit.jsonl", "changes_blind.jsonl"])
+def test_no_sibling_paraphrase_or_unrelated_step_of_the_change_cases_is_replaced(name: str) -> None:
+    """The strangers' change cases (tests/data/changes_*.jsonl): no step of a case whose memories
+    both stay true is replaced by the next, the person's line read too."""
+    wrong = []
+    for line in (DATA / name).read_text(encoding="utf-8").splitlines():
+        case = json.loads(line)
+        if case["label"] not in ("sibling", "same", "unrelated"):
+            continue
+        older, newer = case["steps"]
+        said = [newer["person"]] if newer.get("person") else []
+        if found := replaces(newer["what"], older["what"], said):
+            wrong.append((case["id"], found))
+    assert wrong == []
+
+
 def _memory(memory_id: str, what: str, days_ago: int, namespace: str = "workspace:shop") -> Memory:
     return make_memory(memory_id, what, NOW - timedelta(days=days_ago), namespace=namespace)
 
@@ -125,3 +143,38 @@ def test_only_older_current_memories_of_the_namespace_are_replaced() -> None:
     assert [(old.id, why) for old, why in replaced_by(new, current)] == [
         ("m-old", "the same statement with another weekday")
     ]
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "why"),
+    [
+        (
+            "API_KEY is rotated every 90 days",
+            "DB_PASSWORD is rotated every 90 days",
+            "they name different things",
+        ),
+        (
+            "Staging deploys on Tuesdays",
+            "Production deploys on Tuesdays",
+            "different environments: staging / prod",
+        ),
+        (
+            "Postgres passwords rotate every 90 days",
+            "Redis AUTH rotates every 90 days too",
+            "the newer stands",
+        ),
+        ("Intermediate checkpoints expire after a week", "Non-final checkpoints have a 7-day lifecycle", ""),
+        ("Every production deploy needs a change ticket", "No prod deployment goes out without a ticket", ""),
+    ],
+)
+def test_siblings_that_share_a_value_are_two_things_and_a_paraphrase_is_not(
+    older: str, newer: str, why: str
+) -> None:
+    assert two_things(older, newer).startswith(why) and bool(two_things(older, newer)) == bool(why)
+
+
+def test_the_judge_never_merges_two_things_whatever_the_model_says() -> None:
+    existing = make_memory("m-stg", "Staging deploys on Tuesdays", NOW)
+    new = ExtractedMemory(type=MemoryType.DECISION, what="Production deploys on Tuesdays", sources=["e1"])
+    barred = bars_same(existing, new, guard_between(existing, new))
+    assert "two things: different environments: staging / prod" in barred

@@ -1,24 +1,30 @@
 """Which current memory a newer one replaces, read from the two texts alone: no model.
 
-Two rules, each with the evidence it rests on:
+Three rules, each with the evidence it rests on:
 
 - **named**: the newer memory, or a line of the person's it cites, names what it replaces —
   "from Tuesday to Thursday", "600, not 300", "instead of graphile-worker", "300 was a typo",
-  "no longer X", "en vez de X", "pasa de X a Y", "ya no X", "X → Y" — and the older memory states
-  that value about the same subject: most of its other words are in the newer one or in the
-  sentence of the person's line that names the change;
+  "no longer X", "en vez de X", "pasa de X a Y", "ya no X", "X → Y", "renamed X to Y", what it
+  drops ("dropping Sentry"), denies ("no usa wkhtmltopdf") or said before ("I said 90 days") —
+  and the older memory states that value about the same subject: at least half of its other
+  words are in the newer one or in the sentence of the person's line that names the change (a
+  single plain word named needs two);
+- **quoted**: the newer words a change or a correction, leads with a value of a kind and names
+  the older's value of that kind beside it ("64 GiB; the 32 GiB in the notes was the worker's");
 - **same frame**: the two say the same thing once their values are set aside (quantities,
-  versions, identifiers, weekdays), each states a value of one kind that the other does not, and
-  nothing else differs: no word of the older is missing from the newer, and the newer adds only
-  words that say a change ("now", "moves", "ahora").
+  versions, identifiers, names, weekdays), each states a value of one kind that the other does
+  not, the newer adds only words that say a change ("now", "moves", "ahora") and leaves out at
+  most a quarter of the older's (a qualifier: "online", "worker") — whole, or by their first
+  clauses (before ";", ",", "since", "porque"…).
 
-Siblings never pass, by construction: a word only one of them has (staging, payments, default)
-breaks the frame and the subject; two texts that differ in an identifier are two things when
-they share another value (two secrets rotated every 90 days) or differ in something else too, or
-when the identifier leads the statement (its subject: "API_KEY rotates …"); names of one family
+Siblings never pass, by construction: a word only the newer has (staging, payments, default)
+breaks the frame; two texts that differ in an identifier or a name are two things when they
+share another value (two secrets rotated every 90 days) or differ in something else too, or when
+it leads the statement (its subject: "API_KEY rotates …", "Redis backups …"); names of one family
 (deploy-prod / deploy-staging, :func:`mnemo.distill.guard.siblings`) and a negation only one has
-stop the frame. A file path alone is a value only when the newer words a change ("the runbook
-moved to docs/ops.md"): "Type error in a.ts" and "… in b.ts" are two errors.
+stop the frame; a newer that says "too", "also", "también" stands beside the older. A file path
+alone is a value only when the newer words a change ("the runbook moved to docs/ops.md"): "Type
+error in a.ts" and "… in b.ts" are two errors.
 
 What follows from it among memories — which current ones a new memory closes, the newest of a
 group shown first until a close is written — is :mod:`mnemo.distill.newest`'s; ``mnemo audit``
@@ -78,6 +84,13 @@ _BESIDE = re.compile(
 )
 _ARTICLES = frozenset({"the", "el", "la", "los", "las", "our", "we"})
 _NAME = re.compile(r"(?<![\w.\-/])[A-Za-zÀ-ÿ][\w+#\-]*")
+_ENVIRONMENTS = {
+    "production": "prod", "prod": "prod", "producción": "prod", "produccion": "prod", "prd": "prod",
+    "staging": "staging", "stage": "staging", "stg": "staging", "dev": "dev", "development": "dev",
+    "desarrollo": "dev", "qa": "qa", "preprod": "preprod", "pre-prod": "preprod", "sandbox": "sandbox",
+    "canary": "canary",
+}  # fmt: skip
+_ENVIRONMENT = re.compile(rf"(?<![\w-])({'|'.join(map(re.escape, _ENVIRONMENTS))})(?![\w-])", re.IGNORECASE)
 _SHORT_NAME = re.compile(r"\b[A-Z]{2}\b")
 _SENTENCES = re.compile(r"(?<=[.!?;\n])\s+")
 _X = r"([^,.;:()\n]{1,40}?)"  # what a change names, up to the next mark
@@ -184,8 +197,8 @@ def read(text: str) -> Reading:
 
 def _is_name(token: str) -> bool:
     """A product's or a person's name: upper- and lower-case letters (Redis, MkDocs, GitHub), not
-    an acronym (API, TTL: words of the subject) nor a word in lower case."""
-    return any(c.isupper() for c in token) and any(c.islower() for c in token) and len(token) >= 3
+    an acronym (API, TTL, PVCs: words of the subject) nor a word in lower case."""
+    return any(c.isupper() for c in token) and sum(c.islower() for c in token) >= 2 and len(token) >= 3
 
 
 def _starts(text: str, at: int) -> bool:
@@ -352,6 +365,27 @@ def _different_things(new: Reading, old: Reading, *, replaced: str | None) -> bo
 def _only_paths(new: Reading, old: Reading) -> bool:
     differing = [*_only(new, old, "identifier"), *_only(old, new, "identifier")]
     return all(_PATH.search(next(iter(v))) for v in differing)
+
+
+def two_things(older: str, newer: str) -> str:
+    """Why two statements are about two things, never one memory ('' when nothing says so): each
+    names an identifier or a name the other lacks, with none in common; they name different
+    environments (staging / production, prod / dev); or the newer says it stands beside ("too",
+    "also", "también"). Siblings that share a value or a sentence: "Postgres's password rotates
+    every 90 days" / "Redis's password rotates every 90 days too"."""
+    old, new = read(older), read(newer)
+    if _different_things(new, old, replaced=None):
+        return "they name different things"
+    theirs, mine = _environments(older), _environments(newer)
+    if theirs and mine and not theirs & mine:
+        return f"different environments: {', '.join(sorted(theirs))} / {', '.join(sorted(mine))}"
+    if _BESIDE.search(newer):
+        return "the newer stands beside the older"
+    return ""
+
+
+def _environments(text: str) -> set[str]:
+    return {_ENVIRONMENTS[m.lower()] for m in _ENVIRONMENT.findall(text)}
 
 
 def candidate_pairs(texts: Sequence[str], most: int = 200) -> set[tuple[int, int]]:

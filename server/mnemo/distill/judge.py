@@ -49,6 +49,7 @@ from mnemo.distill.at_once import ask_at_once
 from mnemo.distill.cues import words_change, words_correction
 from mnemo.distill.decide import DURABLE, RELATION, USEFUL, WHY_BACKED, Decision, DecisionModel
 from mnemo.distill.extract import ExtractedMemory
+from mnemo.distill.frames import two_things
 from mnemo.distill.guard import GuardVerdict, compare, overlap
 from mnemo.distill.readings import facts
 from mnemo.distill.relation import ask_in_steps
@@ -205,8 +206,9 @@ def bars_same(existing: Memory, new: ExtractedMemory, guard: GuardVerdict) -> tu
     """Why ``new`` can never be the same memory as ``existing``: the guard's reasons on what and
     how; a value that differs in their whole statements, the why included; and the new one
     wording a correction or a change the existing one does not ("was a typo", "en realidad",
-    "now", "ya no"). Merging either would leave the corrected or changed memory current and the
-    correction gone."""
+    "now", "ya no"); and the two being two things (:func:`mnemo.distill.frames.two_things`:
+    siblings that share a value or a sentence). Merging would leave the corrected or changed
+    memory current and the correction gone, or lose one of two facts."""
     reasons = list(guard.reasons)
     old_text = statement(existing.what or existing.content, existing.why, existing.how)
     new_text = statement(new.what, new.why, new.how)
@@ -216,6 +218,8 @@ def bars_same(existing: Memory, new: ExtractedMemory, guard: GuardVerdict) -> tu
         reasons.append("wording: the new memory words a correction")
     if words_change(new_text) and not words_change(old_text):
         reasons.append("wording: the new memory words a change")
+    if apart := two_things(existing.what or existing.content, new.what):
+        reasons.append(f"two things: {apart}")  # siblings (mnemo.distill.frames)
     return tuple(reasons)
 
 
