@@ -6,6 +6,8 @@ out of the injected memory frame is refused first.
 
 from __future__ import annotations
 
+import logging
+
 import anyio.to_thread
 
 from mnemo.clock import utc_now
@@ -17,12 +19,14 @@ from mnemo.daemon.storecalls import StoreCalls
 from mnemo.distill.newest import replaced_by
 from mnemo.distill.versions import closed
 from mnemo.episodes import EpisodeIn, EpisodeKind, Role, new_id
-from mnemo.errors import NotFoundError
+from mnemo.errors import NotFoundError, NotReadyError
 from mnemo.index.entities import entity_key
 from mnemo.injected import refuse_unfit
 from mnemo.memories import EntityRef, Memory, Origin, RememberRequest, forgotten
 from mnemo.secrets import refuse_unkeepable
 from mnemo.vocabulary import MemoryStatus
+
+logger = logging.getLogger(__name__)
 
 
 class Remembering:
@@ -83,6 +87,13 @@ class Remembering:
         await self._calls(self._calls.store.upsert_entities, entities)
         await self._calls(self._calls.store.put_memory, memory)
         await self._index.add_memory(memory, entities)
+        try:  # the older memories are found by the index: it must hold the store's first
+            await self._index.ready()
+        except NotReadyError:
+            logger.warning(
+                "memory %s stored; what it replaces is left to the audit: index not built", memory.id
+            )
+            return memory
         await anyio.to_thread.run_sync(self._close_replaced, memory)
         return memory
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from mnemo.distill.cues import words_change, words_correction
-from mnemo.distill.guard import has_negation, siblings, words
+from mnemo.distill.guard import has_negation, overlap, siblings, words
 from mnemo.distill.readings import WRITTEN, values_of, without_values
 
 _WEEKDAYS = {
@@ -388,11 +388,17 @@ def _environments(text: str) -> set[str]:
     return {_ENVIRONMENTS[m.lower()] for m in _ENVIRONMENT.findall(text)}
 
 
+PAIR_OVERLAP = 0.3  # of the shorter text's words: under it no rule relates two statements
+
+
 def candidate_pairs(texts: Sequence[str], most: int = 200) -> set[tuple[int, int]]:
-    """The pairs (i < j) of ``texts`` the rules could relate: those that share a word of their
-    statements (a word ``most`` texts or more share says nothing of a pair)."""
+    """The pairs (i < j) of ``texts`` the rules could relate, found without reading them whole
+    (:func:`read` costs most): those that share at least ``PAIR_OVERLAP`` of the shorter one's
+    words (a word ``most`` texts or more share says nothing of a pair)."""
+    said = [words(text) for text in texts]
     postings: dict[str, list[int]] = {}
-    for i, text in enumerate(texts):
-        for word in read(text).words:
+    for i, found in enumerate(said):
+        for word in found:
             postings.setdefault(word, []).append(i)
-    return {(i, j) for at in postings.values() if len(at) < most for i in at for j in at if i < j}
+    shared = {(i, j) for at in postings.values() if len(at) < most for i in at for j in at if i < j}
+    return {(i, j) for i, j in shared if overlap(said[i], said[j]) >= PAIR_OVERLAP}
