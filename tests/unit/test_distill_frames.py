@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from mnemo.distill.extract import ExtractedMemory
-from mnemo.distill.frames import named_replaced, replaces, two_things
+from mnemo.distill.frames import replaces, two_things
 from mnemo.distill.judge import bars_same, guard_between
 from mnemo.distill.newest import newest_first, replaced_by
+from mnemo.distill.replaced import named_replaced
 from mnemo.memories import Memory
 from mnemo.vocabulary import MemoryStatus, MemoryType
 from tests.helpers import make_memory
