@@ -132,12 +132,13 @@ def test_every_labelled_set_we_keep_loads_with_the_tools_that_read_it() -> None:
     code = (
         "import sys; from pathlib import Path; sys.path.insert(0, 'tools')\n"
         "from eval_pairs import load_pairs; from eval_scenarios import load_scenarios\n"
-        "from fit_durable import load_lines\n"
+        "from fit_durable import load_lines; from eval_changes import load_cases\n"
         "d = Path('tests/data')\n"
         "shipped = sorted(Path('server/mnemo/distill/pairs').glob('*.jsonl'))\n"
         "for p in [*sorted(d.glob('judge_pairs_*.jsonl')), *shipped]: print(p.name, len(load_pairs(p)))\n"
         "for p in sorted(d.glob('writer_scenarios*.json')): print(p.name, len(load_scenarios(p)))\n"
         "for p in sorted(d.glob('durable_lines_*.jsonl')): print(p.name, len(load_lines(p)))\n"
+        "for p in sorted(d.glob('changes_*.jsonl')): print(p.name, len(load_cases(p)))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=False)
     assert done.returncode == 0, done.stderr
@@ -146,7 +147,7 @@ def test_every_labelled_set_we_keep_loads_with_the_tools_that_read_it() -> None:
         p.name for p in data.glob("writer_scenarios*.json")
     }
     assert {"judge_pairs_fit.jsonl", "judge_pairs_authors_fit.jsonl"} <= expected
-    expected |= {p.name for p in data.glob("durable_lines_*.jsonl")}
+    expected |= {p.name for p in [*data.glob("durable_lines_*.jsonl"), *data.glob("changes_*.jsonl")]}
     assert set(counts) == expected and all(int(n) > 0 for n in counts.values())
 
 
