@@ -23,7 +23,7 @@ from mnemo.daemon.code_checks import CHECK_DEADLINE_S, CodeChecks
 from mnemo.daemon.indexing import Indexing
 from mnemo.daemon.recording import Recording
 from mnemo.daemon.storecalls import StoreCalls
-from mnemo.distill.newest import earlier_note, newest_first, newest_led
+from mnemo.distill.newest import earlier_note, newest_first
 from mnemo.errors import NotFoundError
 from mnemo.index.documents import Question, Ranked
 from mnemo.memories import Memory
@@ -139,8 +139,7 @@ class Recall:
 
         found = await anyio.to_thread.run_sync(find, limiter=self._index.question_limiter())
         scored = [(m, f.score) for f in found if engine.is_related(f) and (m := engine.memory(f.owner))]
-        weighed = [m for m, _ in self.code.weighed(scored, lambda s: s[0].id, lambda s: s[1])]
-        return newest_led(weighed)[0]  # each group of one thing's values led by its newest
+        return [m for m, _ in self.code.weighed(scored, lambda s: s[0].id, lambda s: s[1])]
 
     async def recall_episodes(self, request: RecallEpisodeRequest) -> EpisodesResult:
         await self._recording.journal_flushed()
