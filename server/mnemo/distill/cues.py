@@ -48,6 +48,21 @@ _CHANGE_STRONG = re.compile(
     re.IGNORECASE,
 )
 
+# Any word that says something changed, was corrected or came back, wherever it stands ("is now
+# 60 seconds", "again", "actually", "re-enabled", "otra vez"): what the worded rule of
+# mnemo.distill.frames asks of the newer statement, with its subject read apart.
+_SAYS_CHANGE = re.compile(
+    r"\b(now|again|re-?enabled|no longer|anymore|any more|renamed|moved|switched|migrated|replaced|"
+    r"retired|revert\w*|rolled back|went back|back (?:to|on)|bumped|raised|lowered|reduced|increased|"
+    r"extended|shortened|dropped|actually|typo|corrected|correction|(?:was|were|is) wrong|"
+    r"(?:doesn't|does not|never) exist(?:ed)?|"
+    r"ahora|otra vez|de nuevo|vuelve|vuelven|volvemos|volvimos|volvió|ya no|renombr\w+|en realidad|"
+    r"corrij\w+|corrig\w+|estaba mal|no existe|nunca existió|se mueve|movemos|movimos|ampliamos|"
+    r"subimos|bajamos|reducimos|aumentamos|pasa(?:n|mos)? al?|cambi(?:a|an|amos|ó|ado|ada)|"
+    r"migramos|migró|reemplaz(?:a|an|amos|ó|ado|ada))\b",
+    re.IGNORECASE,
+)
+
 
 def cue_correction(text: str) -> bool:
     """The correction cue the step weights were fitted with."""
@@ -68,3 +83,8 @@ def words_change(text: str) -> bool:
     """Whether ``text`` words that a state ended or moved ("no longer", "renamed", "is now", "ya
     no", "pasamos a")."""
     return _CHANGE_STRONG.search(text) is not None
+
+
+def says_change(text: str) -> bool:
+    """Whether ``text`` says in any word that something changed, was corrected or came back."""
+    return _SAYS_CHANGE.search(text) is not None

@@ -1,6 +1,6 @@
 """Which current memory a newer one replaces, read from the two texts alone: no model.
 
-Three rules, each with the evidence it rests on:
+Four rules, each with the evidence it rests on:
 
 - **named**: the newer memory, or a line of the person's it cites, names what it replaces —
   "from Tuesday to Thursday", "600, not 300", "instead of graphile-worker", "300 was a typo",
@@ -15,7 +15,11 @@ Three rules, each with the evidence it rests on:
   versions, identifiers, names, weekdays), each states a value of one kind that the other does
   not, the newer adds only words that say a change ("now", "moves", "ahora") and leaves out at
   most a quarter of the older's (a qualifier: "online", "worker") — whole, or by their first
-  clauses (before ";", ",", "since", "porque"…).
+  clauses (before ";", ",", "since", "porque"…);
+- **worded**: the newer (or the person's line it cites) says a change in any word ("is now",
+  "again", "renamed", "ahora", :func:`mnemo.distill.cues.says_change`) about the older's subject
+  (:func:`mnemo.distill.subjects.one_subject`), in no other environment, naming first no thing
+  the older lacks, and leaves out a value or a word the older states.
 
 Siblings never pass, by construction: a word only the newer has (staging, payments, default)
 breaks the frame; two texts that differ in an identifier or a name are two things when they
@@ -38,10 +42,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from mnemo.distill.cues import words_change, words_correction
+from mnemo.distill.cues import says_change, words_change, words_correction
 from mnemo.distill.guard import has_negation, overlap, siblings, words
 from mnemo.distill.readings import WRITTEN, values_of, without_values
 from mnemo.distill.replaced import denied, may_name, named_replaced
+from mnemo.distill.subjects import CHANGE as _CHANGE
+from mnemo.distill.subjects import FILLER as _FILLER
+from mnemo.distill.subjects import one_subject, two_of_a_family
 
 _WEEKDAYS = {
     "monday": "monday", "tuesday": "tuesday", "wednesday": "wednesday", "thursday": "thursday",
@@ -50,26 +57,6 @@ _WEEKDAYS = {
     "viernes": "friday", "sábado": "saturday", "sabado": "saturday", "domingo": "sunday",
 }  # fmt: skip
 _WEEKDAY = re.compile(rf"\b({'|'.join(_WEEKDAYS)})s?\b", re.IGNORECASE)
-# Words that say who speaks or how often, and verbs that carry no subject: set aside with the
-# values when two statements are compared ("We deploy on Tuesdays" / "Deploys are on Thursdays").
-_FILLER = words(
-    "we our ours us team they their currently always usually every each all also still just "
-    "use uses used using run runs running has have had set sets get gets lives goes going happen happens "
-    "should must will would can now today "
-    "nosotros nuestro nuestra nuestros equipo siempre cada todos todas también usamos usa usan "
-    "está están hay ser es son debe deben van"
-)
-# Words that say a change and nothing of its subject: the newer may add them to the older's frame.
-_CHANGE = words(
-    "now move moves moved moving switch switches switched change changes changed changing instead from "
-    "longer anymore raise raised raises bump bumped lower lowered increase increased decrease decreased "
-    "update updated upgrade upgraded migrate migrated replace replaced replacing rename renamed actually "
-    "correct corrected correction typo wrong revert reverted back again new went starting going forward "
-    "previous previously old rather than "
-    "ahora pasa pasan pasamos cambia cambian cambiamos cambio cambió mueve movemos movido nuevo nueva "
-    "sube subimos subió baja bajamos bajó vuelve volvemos volvió desde antes era sino lugar vez "
-    "reemplaza reemplazamos renombrado corrige corregido errata migramos"
-)
 SUBJECT_SHARE = 0.5  # of the older's other words, in the newer or the sentence naming the change
 _NAMING = ("identifier", "name")  # the kinds of value that also say which thing
 _KINDS = ("quantity", "version", "identifier", "weekday", "name")
@@ -93,6 +80,7 @@ _ENVIRONMENTS = {
 }  # fmt: skip
 _ENVIRONMENT = re.compile(rf"(?<![\w-])({'|'.join(map(re.escape, _ENVIRONMENTS))})(?![\w-])", re.IGNORECASE)
 _SHORT_NAME = re.compile(r"\b[A-Z]{2}\b")
+_CODE_NAME = re.compile(r"(?<![\w/])/[\w.\-/]+|`[^`]+`")  # /health, `emails`
 _SENTENCES = re.compile(r"(?<=[.!?;\n])\s+")
 
 
@@ -159,7 +147,11 @@ def replaces(newer: str, older: str, said: Sequence[str] = ()) -> str:
     lines of the person's the newer one cites, where the change may be named."""
     if _BESIDE.search(newer):
         return ""  # "… every 90 days too", "also", "igual que": one more thing, beside the older
-    return _replaces(newer, older) or _named(newer, older, said, own=False)
+    return (
+        _replaces(newer, older)
+        or _named(newer, older, said, own=False)
+        or (_worded(newer, older) if any(map(says_change, said)) else "")
+    )
 
 
 @lru_cache(maxsize=65536)
@@ -170,6 +162,7 @@ def _replaces(newer: str, older: str) -> str:
         or _quoted(newer, older)
         or _same_frame(newer, older)
         or _same_frame(read(newer).first_clause, read(older).first_clause)
+        or (_worded(newer, older) if says_change(newer) else "")
     )
 
 
@@ -188,6 +181,8 @@ def _named(newer: str, older: str, said: Sequence[str], *, own: bool = True) -> 
             bare = not x.words and not any(x.values[k] for k in _NAMING)
             if is_denied and (old.negated or bare):
                 continue  # the older says it is not so too, or what is denied is a bare number
+            if is_denied and _things(sentence) - _things(older):
+                continue  # not so for things the older does not name: an exception ("/health")
             if x_values:
                 if not all(_states(old, kind, value) for kind, vs in x_values.items() for value in vs):
                     continue
@@ -205,6 +200,12 @@ def _named(newer: str, older: str, said: Sequence[str], *, own: bool = True) -> 
             if not subject or len(shared) / len(subject) >= SUBJECT_SHARE:
                 return f"names what it replaces: {replaced!r}, which the older states"
     return ""
+
+
+def _things(text: str) -> set[str]:
+    """The things ``text`` names in code: its identifiers, paths ("/health") and `quoted` names."""
+    named = {r for v in read(text).values["identifier"] for r in v}
+    return named | {m.lower().rstrip(".") for m in _CODE_NAME.findall(text)}
 
 
 def _quoted(newer: str, older: str) -> str:
@@ -247,6 +248,27 @@ def _same_frame(newer: str, older: str) -> str:
         return ""
     kinds = ", ".join(apart)
     return f"the same statement with another {kinds}"
+
+
+def _worded(newer: str, older: str) -> str:
+    """The newer, said to be a change, is about the older's subject (:mod:`mnemo.distill.subjects`)
+    in no other environment, not beside it, and leaves out something the older states: a
+    value, or a word ("Tests run with pytest" / "Tests now run with pytest -n 4" adds, replaces
+    nothing)."""
+    theirs, mine = _environments(older), _environments(newer)
+    if theirs and mine and not theirs & mine:
+        return ""
+    new, old = read(newer), read(older)
+    for x in map(read, new.replaced):  # it names what it replaces: a thing the older does not name
+        if any(not _states(old, kind, value) for kind in _NAMING for value in x.values[kind]):
+            return ""
+    left_out = any(not _states(new, kind, value) for kind in _KINDS for value in old.values[kind])
+    if not left_out and not old.words - new.all_words - _CHANGE:
+        return ""
+    if any(not _states(old, kind, v) for kind in _NAMING for v in new.values[kind] if v & new.lead):
+        return ""  # it is about a thing it names first, which the older does not name
+    subject = one_subject(older, newer)
+    return f"says a change of the older's subject ({subject})" if subject else ""
 
 
 def _apart(new: Reading, old: Reading, kind: str) -> bool:
@@ -320,6 +342,8 @@ def two_things(older: str, newer: str) -> str:
         return f"different environments: {', '.join(sorted(theirs))} / {', '.join(sorted(mine))}"
     if _BESIDE.search(newer):
         return "the newer stands beside the older"
+    if family := two_of_a_family(older, newer):
+        return f"words of one family: {family}"
     return ""
 
 

@@ -115,6 +115,12 @@ def siblings(a: str, b: str) -> str:
     return ""
 
 
+def hyphenated_names(text: str) -> list[str]:
+    """The hyphenated names of ``text`` as written, in lower case ("deploy-prod", "acme/ui"): not
+    words with a common affix ("read-only", "re-enabled")."""
+    return list(_hyphenated(text).values())
+
+
 def _hyphenated(text: str) -> dict[tuple[str, ...], str]:
     """Each hyphenated name: its parts (by their first five letters), and how it is written."""
     found: dict[tuple[str, ...], str] = {}

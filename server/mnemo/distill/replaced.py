@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import re
 
-_X = r"([^,.;:()\n]{1,40}?)"  # what a change names, up to the next mark
-_STOP_X = r"(?=\s+(?:to|a|al|and|y|but|sino|because|porque|for|para|since|as)\b|\s*[,.;:()\n]|\s*$)"
+# What a change names, up to the next mark: a point inside a value is not one (99.9, /v1.2, a.b.io).
+_X = r"((?:[^,.;:()\n]|\.(?=\w)){1,40}?)"
+_STOP_X = (
+    r"(?=\s+(?:to|a|al|and|y|but|sino|because|porque|for|para|since|as)\b|\s*(?:[,;:()\n]|\.(?!\w))|\s*$)"
+)
 _MOVED_FROM = "up|down|raised|lowered|bumped|increased|decreased|moved|changed|switched|migrated"
 _PASA_DE = (
     "pasa|pasan|pasamos|pasó|cambia|cambian|cambiamos|cambió|sube|subimos|subió|baja|bajamos|bajó|"
