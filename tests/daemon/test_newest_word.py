@@ -50,6 +50,30 @@ def test_a_change_remembered_after_the_old_value_closes_it_and_comes_first(
     anyio.run(scenario)
 
 
+def test_a_question_that_matches_the_closed_value_gets_what_replaced_it_first(home: Home) -> None:
+    """The rename shares no word with the question; the closed name does: recall puts the memory
+    that closed it first (tests/unit/test_recalling.py: where the question does not find it at
+    all, it is brought in), and never marks a hit as a replacement when history is asked."""
+
+    async def scenario() -> None:
+        async with DaemonClient(home.settings) as client:
+            old = await client.remember(
+                RememberRequest(content="The staging cluster is called stg-east", type=MemoryType.FACT)
+            )
+            new = await client.remember(
+                RememberRequest(content="stg-east is now called preprod-east", type=MemoryType.FACT)
+            )
+            question = "what is the name of the staging cluster?"
+            found = await client.recall(RecallRequest(query=question))
+            assert found.memories[0].memory.id == new.id
+            assert [h.memory.id for h in found.memories].index(old.id) > 0
+            before = "what was the name of the staging cluster before?"
+            history = await client.recall(RecallRequest(query=before))
+            assert all(h.replaces == "" for h in history.memories)
+
+    anyio.run(scenario)
+
+
 async def _memory(client: DaemonClient, memory_id: str, text: str) -> Memory:
     """The memory ``memory_id`` as the daemon has it now, current or not (found by its text)."""
     found = await client.recall(RecallRequest(query=text, include_history=True, limit=20))

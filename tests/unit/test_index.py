@@ -270,6 +270,10 @@ def test_dates_are_resolved_against_the_questions_time(question: str, day: str, 
         ("what database did we use before?", Asked.WHAT, True),
         ("¿qué base de datos usábamos antes?", Asked.WHAT, True),
         ("which cache did we use to run?", Asked.WHAT, True),
+        # "before" / "antes" that only say when are not about the past.
+        ("what do we run before deploying?", Asked.WHAT, False),
+        ("¿cuánto dura el code freeze antes de un release?", None, False),
+        ("what did we deploy on before that?", Asked.WHAT, True),
         ("deploy day", None, False),
     ],
 )

@@ -46,6 +46,11 @@ class MemoryHit(BaseModel):
         description="Set when a newer current memory states another value of the same thing "
         "(e.g. 'earlier, 2026-11-02; mem_… of 2026-11-20 is newer'): the newer one is the current word.",
     )
+    replaces: str = Field(
+        default="",
+        description="Set when this memory was not found for the question itself but closed one that was "
+        "(the id of that one, listed after it): it is what that memory says now.",
+    )
 
 
 class EpisodeHit(BaseModel):

@@ -57,6 +57,8 @@ def cmd_recall(args: argparse.Namespace, context: Context) -> int:
             write(f"  may be outdated: {hit['outdated']}")
         if hit.get("earlier"):
             write(f"  {hit['earlier']}")
+        if hit.get("replaces"):
+            write(f"  replaced {hit['replaces']}, which the question found")
         show_explain(hit.get("explain"))
     if result["episodes"]:
         write("no memory matched; episodes:")

@@ -3,7 +3,7 @@ No language model is asked; the index answers (:mod:`mnemo.index`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import anyio
@@ -114,7 +114,9 @@ class Recall:
             # Asked about history, a closed memory stands just before its closer: that order stays.
             if request.include_history:
                 return RecallResult(memories=hits, episodes=[])
-            return RecallResult(memories=_newest_first(_weighed(hits)), episodes=[])
+            if statuses is None and not question.analysis.is_history:
+                hits = _with_closers(hits, engine.memory)
+            return RecallResult(memories=_newest_first(_weighed(hits))[: request.limit], episodes=[])
         episodes = await self._search_episodes(question, namespaces, None, request.limit, request.explain)
         return RecallResult(memories=[], episodes=episodes)
 
@@ -199,6 +201,29 @@ class Recall:
             for f in found
             if f.owner in episodes
         ]
+
+
+def _with_closers(hits: list[MemoryHit], memory: Callable[[str], Memory | None]) -> list[MemoryHit]:
+    """``hits`` with the current memory that closed each closed one, where the question did not
+    find it: "What's the staging cluster called?" finds "… is called stg-east" (closed) and not
+    "stg-east is now called preprod-east", which answers it now. The closer is ranked as the
+    closed one was (it took its place) and said to be what replaced it."""
+    found = {h.memory.id for h in hits}
+    added: list[MemoryHit] = []
+    for hit in hits:
+        if hit.memory.status is not MemoryStatus.CLOSED:
+            continue
+        closer, seen = hit.memory, {hit.memory.id}
+        while closer.status is MemoryStatus.CLOSED and closer.closed_by and closer.closed_by not in seen:
+            seen.add(closer.closed_by)
+            later = memory(closer.closed_by)  # a chain: Tuesday → Thursday → back to Tuesday
+            if later is None:
+                break
+            closer = later
+        if closer.status is MemoryStatus.ACTIVE and closer.id not in found:
+            found.add(closer.id)
+            added.append(MemoryHit(score=hit.score, memory=closer, replaces=hit.memory.id))
+    return added + hits if added else hits
 
 
 def _newest_first(hits: list[MemoryHit]) -> list[MemoryHit]:

@@ -63,9 +63,12 @@ _ASKED_PATTERNS: tuple[tuple[Asked, re.Pattern[str]], ...] = tuple(
 )
 
 _HISTORY_RE = re.compile(
-    r"\b(before|used to|did \w+ use to|previous(ly)?|formerly|earlier|originally|at first|no longer|anymore|"
-    r"history|old|changed|antes|solia(mos|n)?|usaba(mos|n)?|anterior(es|mente)?|previamente|"
+    r"\b(used to|did \w+ use to|previous(ly)?|formerly|earlier|originally|at first|no longer|anymore|"
+    r"history|old|changed|solia(mos|n)?|usaba(mos|n)?|anterior(es|mente)?|previamente|"
     r"ya no|al principio|originalmente|historial|cambio|cambiamos)\b"
+    # "before" and "antes" ask for the past when they end the question or point back ("before
+    # that", "antes de eso"); "before deploying", "antes de un release" only say when.
+    r"|\b(before|antes)(?=\s*(?:[?.!,;)]|$|that\b|then\b|this\b|de eso\b|de esto\b|de ese\b|de este\b))"
 )
 
 _WEEKDAYS = {

@@ -44,9 +44,10 @@ def _labelled(label: str, value: str) -> str:
     return f"{label}: {value}" + ("" if value.endswith((".", "!", "?", "…")) else ".")
 
 
-def memory_text(memory: Memory, outdated: str = "", earlier: str = "") -> str:
-    """One line for ``memory``: what is set, nothing empty or repeated; ``outdated`` and
-    ``earlier`` (a newer memory states another value of it) marked."""
+def memory_text(memory: Memory, outdated: str = "", earlier: str = "", replaces: str = "") -> str:
+    """One line for ``memory``: what is set, nothing empty or repeated; ``outdated``, ``earlier``
+    (a newer memory states another value of it) and ``replaces`` (the closed memory it
+    replaced, which the question found) marked."""
     scope = memory.namespace.split(":", 1)[0]
     notes = [scope]
     if memory.status is not MemoryStatus.ACTIVE:
@@ -60,6 +61,8 @@ def memory_text(memory: Memory, outdated: str = "", earlier: str = "") -> str:
         notes.append(f"may be outdated: {_one_line(outdated)}")
     if earlier:
         notes.append(_one_line(earlier))
+    if replaces:
+        notes.append(f"replaced {replaces}")
     content = _one_line(memory.content)
     parts = [f"[{memory.id}] {memory.type.value} ({'; '.join(notes)}): {content}"]
     for field, label in _W_LABELS:
@@ -91,7 +94,7 @@ def episode_text(episode: Episode, limit: int | None = None) -> str:
 def recall_text(result: RecallResult) -> str:
     if result.memories:
         lines = [_count(len(result.memories), "memory", "memories") + ", best first:"]
-        lines += [memory_text(hit.memory, hit.outdated, hit.earlier) for hit in result.memories]
+        lines += [memory_text(hit.memory, hit.outdated, hit.earlier, hit.replaces) for hit in result.memories]
         return "\n".join(lines)
     if result.episodes:
         return _episodes("No memory matched; past episodes instead", result.episodes, RECALL_EPISODE_CHARS)
