@@ -119,7 +119,10 @@ _NAMED: tuple[tuple[str, re.Pattern[str]], ...] = (
         "password",
         re.compile(
             r"(?i)\b(?:password|passphrase|passwd|contraseña|clave|mot de passe)"
-            r"(?:(?:\s+[^\s.:=]+){0,5}?\s+(?:is|was|es|era|est)|\s*[:=])\s+[\"'`]?([^\s\"'`]{6,})"
+            r"(?:(?:\s+[^\s.:=]+){0,5}?\s+(?:is|was|es|era|est)|\s*[:=])\s+[\"'`]?"
+            # Not what is said of it ("is rotated every 90 days", "is stored in 1Password", "es
+            # rotada"): a lower-case participle names no password.
+            r"(?!(?-i:[a-z]+(?:ed|ado|ada|ido|ida))(?:[.,;:]?(?:\s|$)))([^\s\"'`]{6,})"
         ),
     ),
     ("secret", re.compile(r"(?i)" + _SECRET_NAME + r"[\"']?\s*[:=]\s*[\"']?([^\s\"'#,;]{8,})")),

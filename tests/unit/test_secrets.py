@@ -76,3 +76,16 @@ def test_a_refusal_names_the_kind_and_the_place_never_the_value() -> None:
     assert "content:" in message and "github-token" in message and "line 2" in message
     refuse_secrets("we deploy on Thursdays; the key is in the team vault", "content")  # no error
     assert find_secrets("") == []
+
+
+def test_what_is_said_of_a_password_is_not_one_and_a_password_still_is() -> None:
+    """A rotation policy or where a password is kept is what mnemo asks people to remember
+    instead of the password; a lower-case participle after "is" names none."""
+    for said in (
+        "The Postgres app user password is rotated every 90 days.",
+        "The DB password is stored in 1Password.",
+        "La contraseña de la base es rotada cada 90 días.",
+    ):
+        assert find_secrets(said) == [], said
+    for password in ("the password is Starred!x", "the password is hunter22", 'the password is "rotated"'):
+        assert [found.kind for found in find_secrets(password)] == ["password"], password
