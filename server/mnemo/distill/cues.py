@@ -53,11 +53,13 @@ _CHANGE_STRONG = re.compile(
 # mnemo.distill.frames asks of the newer statement, with its subject read apart.
 _SAYS_CHANGE = re.compile(
     r"\b(now|again|re-?enabled|no longer|anymore|any more|renamed|moved|switched|migrated|replaced|"
-    r"retired|revert\w*|rolled back|went back|back (?:to|on)|bumped|raised|lowered|reduced|increased|"
+    r"retired|revert\w*|rolled back|went back|going back|back (?:to|on|at)|re-?added|restored|bumped|raised|"
+    r"lowered|reduced|increased|mixed (?:it|them|that) up|confused|"
     r"extended|shortened|dropped|actually|typo|corrected|correction|(?:was|were|is) wrong|"
     r"(?:doesn't|does not|never) exist(?:ed)?|"
     r"ahora|otra vez|de nuevo|vuelve|vuelven|volvemos|volvimos|volvió|ya no|renombr\w+|en realidad|"
-    r"corrij\w+|corrig\w+|estaba mal|no existe|nunca existió|se mueve|movemos|movimos|ampliamos|"
+    r"corrij\w+|corrig\w+|correcci[oó]n|equivoqu\w+|confund\w+|estaba mal|no existe|nunca existió|"
+    r"se mueve|movemos|movimos|ampliamos|"
     r"subimos|bajamos|reducimos|aumentamos|pasa(?:n|mos)? al?|cambi(?:a|an|amos|ó|ado|ada)|"
     r"migramos|migró|reemplaz(?:a|an|amos|ó|ado|ada))\b",
     re.IGNORECASE,
