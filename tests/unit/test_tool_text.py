@@ -101,6 +101,8 @@ def test_status_closing_outdated_and_code_are_said_when_set() -> None:
         "infra/lb.tf changed in 9c8b7a6 since): We deploy on Tuesdays"
     )
     assert line.endswith("Code: infra/lb.tf at 3f2a1c9d8e. Reason: the deploy day moved to Thursday.")
+    closer = memory_text(make_memory("mem_b", "Deploys move to Thursday", AT), replaces=MEMORY_ID)
+    assert closer.startswith(f"[mem_b] decision (workspace; replaced {MEMORY_ID}): Deploys move to Thursday")
 
 
 def test_episodes_keep_their_lines_indented_under_a_header_and_recall_cuts_long_ones() -> None:
