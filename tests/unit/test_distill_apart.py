@@ -7,9 +7,11 @@ from datetime import UTC, datetime
 import pytest
 
 from mnemo.config import Settings
-from mnemo.distill.decide import Decision
+from mnemo.distill.calibrate import CountingMeter
+from mnemo.distill.decide import Decision, DecisionModel
 from mnemo.distill.extract import ExtractedMemory
-from mnemo.distill.judge import Action, Comparison, act, far_apart, guard_between
+from mnemo.distill.judge import Action, Comparison, act, far_apart, guard_between, relate
+from mnemo.distill.llm import LLM
 from mnemo.embed import Embedder, load_embedder
 from mnemo.vocabulary import MemoryType
 from tests.helpers import make_memory
@@ -62,3 +64,30 @@ def test_a_sure_update_closes_only_what_is_not_apart() -> None:
     assert action is Action.CLOSE and closes == ("mem_cap",)
     action, _, closes, _ = act([far])
     assert action is Action.ADD and closes == ()
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "apart"),
+    [
+        ("Los clientes de la UE se sirven desde el datacenter de Madrid",
+         "Los clientes de LATAM se sirven desde el datacenter de São Paulo", True),
+        ("Staging deploys on Tuesdays", "Production deploys on Thursdays", True),
+        ("On Android, push notifications go through FCM", "On iOS, push notifications go through APNs", True),
+        # The newer says a change: a move across regions or environments stays the model's to read.
+        ("Images are served from the EU region", "Images are now served from the US region", False),
+        ("Deploys go out on Tuesdays", "Deploys go out on Thursdays", False),
+    ],
+)  # fmt: skip
+def test_a_sure_update_never_closes_a_sibling_of_another_environment_or_family(
+    old: str, new: str, apart: bool
+) -> None:
+    """The model's *updates* for two regions or two platforms is no close when the newer says no
+    change (mnemo.distill.frames.stand_apart), whatever its probability."""
+    settings = Settings(llm_url="http://127.0.0.1:9/v1", llm_model="unused")  # never asked: relation given
+    decisions = DecisionModel(LLM(settings, CountingMeter()), settings)
+    relation = Decision("relation", SURE_UPDATE, SURE_UPDATE, "updates", "steps", True)
+    memory = ExtractedMemory(type=MemoryType.FACT, what=new, sources=["ep_9"])
+    comparison = relate(memory, make_memory("mem_old", old, WHEN), decisions, None, relation)
+    assert comparison.apart is apart
+    action, _, closes, _ = act([comparison])
+    assert (action is Action.CLOSE) is not apart and closes == (() if apart else ("mem_old",))

@@ -347,6 +347,19 @@ def two_things(older: str, newer: str) -> str:
     return ""
 
 
+def stand_apart(older: str, newer: str) -> str:
+    """Why ``newer`` can never close ``older`` though a model reads a change ('' when nothing says
+    so): it says no change in any word, and the two name different environments or words of one
+    family ("Los clientes de la UE se sirven desde Madrid" / "Los de LATAM, desde São Paulo")."""
+    if says_change(newer):
+        return ""
+    theirs, mine = _environments(older), _environments(newer)
+    if theirs and mine and not theirs & mine:
+        return f"different environments: {', '.join(sorted(theirs))} / {', '.join(sorted(mine))}"
+    family = two_of_a_family(older, newer)
+    return f"words of one family: {family}" if family else ""
+
+
 def _environments(text: str) -> set[str]:
     return {_ENVIRONMENTS[m.lower()] for m in _ENVIRONMENT.findall(text)}
 

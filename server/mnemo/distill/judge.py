@@ -49,7 +49,7 @@ from mnemo.distill.at_once import ask_at_once
 from mnemo.distill.cues import words_change, words_correction
 from mnemo.distill.decide import DURABLE, RELATION, USEFUL, WHY_BACKED, Decision, DecisionModel
 from mnemo.distill.extract import ExtractedMemory
-from mnemo.distill.frames import two_things
+from mnemo.distill.frames import stand_apart, two_things
 from mnemo.distill.guard import GuardVerdict, compare, overlap
 from mnemo.distill.readings import facts
 from mnemo.distill.relation import ask_in_steps
@@ -83,7 +83,7 @@ class Comparison:
     guard: GuardVerdict
     features: dict[str, float] | None = None  # what a relation asked in steps was combined from
     barred: tuple[str, ...] = ()  # why the two can never be one memory (the guard's reasons among them)
-    apart: bool = False  # too far apart for the new memory to close this one (far_apart)
+    apart: bool = False  # the new memory may never close this one (far_apart, frames.stand_apart)
 
     @property
     def closing(self) -> float:
@@ -245,7 +245,8 @@ def relate(
     existing_text = statement(existing.what or existing.content, existing.why, existing.how)
     guard = guard_between(existing, new)
     barred = bars_same(existing, new, guard)
-    apart = far_apart(existing.what or existing.content, new.what, embedder)
+    existing_what = existing.what or existing.content
+    apart = far_apart(existing_what, new.what, embedder) or bool(stand_apart(existing_what, new.what))
     if relation is not None:
         return Comparison(existing.id, existing_text, relation, guard, barred=barred, apart=apart)
     weights = decisions.steps
