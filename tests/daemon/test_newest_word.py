@@ -74,6 +74,38 @@ def test_a_question_that_matches_the_closed_value_gets_what_replaced_it_first(ho
     anyio.run(scenario)
 
 
+def test_a_prompt_that_finds_only_the_closed_value_gets_what_replaced_it_injected(home: Home) -> None:
+    """The prompt shares its words with the closed name only: the hook injects the memory that
+    closed it, never the closed one."""
+    now = utc_now()
+    old = make_memory(
+        "m-old",
+        "The staging cluster is called stg-east",
+        now - timedelta(days=9),
+        namespace=WORKSPACE,
+        status=MemoryStatus.CLOSED,
+        closed_by="m-new",
+        version=2,
+    )
+    new = make_memory("m-new", "Use preprod-east from now on", now - timedelta(days=2), namespace=WORKSPACE)
+    store = open_store(home.settings.store)
+    store.migrate()
+    store.put_memory(new)
+    store.put_memory(old)
+    store.close()
+
+    async def scenario() -> None:
+        async with DaemonClient(home.settings) as client:
+            await wait_for_index(client)
+
+    anyio.run(scenario)
+    prompt = "what is the name of the staging cluster again?"
+    stdout, _ = hook(home, "UserPromptSubmit", event_input("UserPromptSubmit", prompt=prompt))
+    lines = [line for line in context_of(stdout).splitlines() if line.startswith("- [")]
+    assert lines and lines[0].startswith("- [m-new]")
+    assert not any("stg-east" in line for line in lines)
+
+
 async def _memory(client: DaemonClient, memory_id: str, text: str) -> Memory:
     """The memory ``memory_id`` as the daemon has it now, current or not (found by its text)."""
     found = await client.recall(RecallRequest(query=text, include_history=True, limit=20))

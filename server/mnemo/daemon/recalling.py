@@ -122,8 +122,9 @@ class Recall:
 
     async def related_current(self, text: str, namespaces: list[str], limit: int) -> list[Memory]:
         """Current memories in ``namespaces`` that answer ``text``, best first (a possibly stale
-        one weighed down as recall weighs it): what the hooks inject. Empty while the start-up
-        index is being built (a hook does not wait for it)."""
+        one weighed down as recall weighs it): what the hooks inject. A closed memory the text
+        finds stands for the current one that closed it, never for itself. Empty while the
+        start-up index is being built (a hook does not wait for it)."""
         if not self._index.is_built:
             return []
         engine = self._index.engine
@@ -131,16 +132,18 @@ class Recall:
         def find() -> list[Ranked]:
             question = self._index.understand(text)
             return engine.search_memories(
-                question,
-                namespaces=namespaces,
-                types=None,
-                force_history=False,
-                limit=limit,
-                current_only=True,
+                question, namespaces=namespaces, types=None, force_history=False, limit=limit
             )
 
         found = await anyio.to_thread.run_sync(find, limiter=self._index.question_limiter())
-        scored = [(m, f.score) for f in found if engine.is_related(f) and (m := engine.memory(f.owner))]
+        scored: list[tuple[Memory, float]] = []
+        for f in found:
+            memory = engine.memory(f.owner) if engine.is_related(f) else None
+            if memory is not None and memory.status is MemoryStatus.CLOSED:
+                memory = current_of(memory, engine.memory)  # what the text found, as it stands now
+            fresh = memory is not None and all(memory.id != m.id for m, _ in scored)  # once, where best
+            if memory is not None and fresh and memory.status is MemoryStatus.ACTIVE:
+                scored.append((memory, f.score))
         return [m for m, _ in self.code.weighed(scored, lambda s: s[0].id, lambda s: s[1])]
 
     async def recall_episodes(self, request: RecallEpisodeRequest) -> EpisodesResult:
@@ -213,17 +216,24 @@ def _with_closers(hits: list[MemoryHit], memory: Callable[[str], Memory | None])
     for hit in hits:
         if hit.memory.status is not MemoryStatus.CLOSED:
             continue
-        closer, seen = hit.memory, {hit.memory.id}
-        while closer.status is MemoryStatus.CLOSED and closer.closed_by and closer.closed_by not in seen:
-            seen.add(closer.closed_by)
-            later = memory(closer.closed_by)  # a chain: Tuesday → Thursday → back to Tuesday
-            if later is None:
-                break
-            closer = later
-        if closer.status is MemoryStatus.ACTIVE and closer.id not in found:
+        closer = current_of(hit.memory, memory)
+        if closer is not None and closer.id not in found:
             found.add(closer.id)
             added.append(MemoryHit(score=hit.score, memory=closer, replaces=hit.memory.id))
     return added + hits if added else hits
+
+
+def current_of(closed: Memory, memory: Callable[[str], Memory | None]) -> Memory | None:
+    """The current memory that closed ``closed``, through a chain of closes (Tuesday → Thursday →
+    back to Tuesday); None when the chain ends in no current memory."""
+    closer, seen = closed, {closed.id}
+    while closer.status is MemoryStatus.CLOSED and closer.closed_by and closer.closed_by not in seen:
+        seen.add(closer.closed_by)
+        later = memory(closer.closed_by)
+        if later is None:
+            return None
+        closer = later
+    return closer if closer.status is MemoryStatus.ACTIVE else None
 
 
 def _newest_first(hits: list[MemoryHit]) -> list[MemoryHit]:

@@ -332,9 +332,10 @@ def two_things(older: str, newer: str) -> str:
     """Why two statements are about two things, never one memory ('' when nothing says so): each
     names an identifier or a name the other lacks, with none in common; they name different
     environments (staging / production, prod / dev); the newer says it stands beside ("too",
-    "also", "también"); or each has a word of one family the other lacks (Android / iOS, connect /
-    read: :func:`mnemo.distill.subjects.two_of_a_family`). Siblings that share a value or a sentence: "Postgres's password rotates
-    every 90 days" / "Redis's password rotates every 90 days too"."""
+    "also", "también"); or each has a word of one family the other lacks (Android / iOS,
+    connect / read: :func:`mnemo.distill.subjects.two_of_a_family`). Siblings that share a value
+    or a sentence: "Postgres's password rotates every 90 days" / "Redis's password rotates every
+    90 days too"."""
     old, new = read(older), read(newer)
     if _different_things(new, old, replaced=None):
         return "they name different things"
