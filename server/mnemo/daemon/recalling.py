@@ -137,12 +137,13 @@ class Recall:
 
         found = await anyio.to_thread.run_sync(find, limiter=self._index.question_limiter())
         scored: list[tuple[Memory, float]] = []
+        placed: set[str] = set()  # each memory once, where it ranks best
         for f in found:
             memory = engine.memory(f.owner) if engine.is_related(f) else None
             if memory is not None and memory.status is MemoryStatus.CLOSED:
                 memory = current_of(memory, engine.memory)  # what the text found, as it stands now
-            fresh = memory is not None and all(memory.id != m.id for m, _ in scored)  # once, where best
-            if memory is not None and fresh and memory.status is MemoryStatus.ACTIVE:
+            if memory is not None and memory.status is MemoryStatus.ACTIVE and memory.id not in placed:
+                placed.add(memory.id)
                 scored.append((memory, f.score))
         return [m for m, _ in self.code.weighed(scored, lambda s: s[0].id, lambda s: s[1])]
 

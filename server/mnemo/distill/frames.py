@@ -255,8 +255,7 @@ def _worded(newer: str, older: str) -> str:
     in no other environment, not beside it, and leaves out something the older states: a
     value, or a word ("Tests run with pytest" / "Tests now run with pytest -n 4" adds, replaces
     nothing)."""
-    theirs, mine = _environments(older), _environments(newer)
-    if theirs and mine and not theirs & mine:
+    if _other_environments(older, newer):
         return ""
     new, old = read(newer), read(older)
     for x in map(read, new.replaced):  # it names what it replaces: a thing the older does not name
@@ -339,14 +338,11 @@ def two_things(older: str, newer: str) -> str:
     old, new = read(older), read(newer)
     if _different_things(new, old, replaced=None):
         return "they name different things"
-    theirs, mine = _environments(older), _environments(newer)
-    if theirs and mine and not theirs & mine:
-        return f"different environments: {', '.join(sorted(theirs))} / {', '.join(sorted(mine))}"
+    if environments := _other_environments(older, newer):
+        return environments
     if _BESIDE.search(newer):
         return "the newer stands beside the older"
-    if family := two_of_a_family(older, newer):
-        return f"words of one family: {family}"
-    return ""
+    return _one_family(older, newer)
 
 
 def stand_apart(older: str, newer: str) -> str:
@@ -355,9 +351,18 @@ def stand_apart(older: str, newer: str) -> str:
     family ("Los clientes de la UE se sirven desde Madrid" / "Los de LATAM, desde São Paulo")."""
     if says_change(newer):
         return ""
+    return _other_environments(older, newer) or _one_family(older, newer)
+
+
+def _other_environments(older: str, newer: str) -> str:
+    """The environments each names when they name different ones (staging / prod); '' if not."""
     theirs, mine = _environments(older), _environments(newer)
     if theirs and mine and not theirs & mine:
         return f"different environments: {', '.join(sorted(theirs))} / {', '.join(sorted(mine))}"
+    return ""
+
+
+def _one_family(older: str, newer: str) -> str:
     family = two_of_a_family(older, newer)
     return f"words of one family: {family}" if family else ""
 

@@ -14,6 +14,7 @@ words of one family, one in each ("connect" / "read" timeout, "access" / "refres
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from mnemo.distill.guard import hyphenated_names, words
 from mnemo.distill.readings import without_values
@@ -86,6 +87,7 @@ def _tokens(text: str) -> list[str]:
     return [t for t in _TOKEN.findall(text) if len(t) >= 3 or _SHORT.fullmatch(t)]
 
 
+@lru_cache(maxsize=8192)
 def said_words(text: str) -> frozenset[str]:
     """Every word of ``text`` as :func:`_word` reads it, values' too."""
     return frozenset(map(_word, _tokens(text)))
