@@ -453,6 +453,20 @@ def make_memory(memory_id: str, what: str, at: datetime, **fields: Any) -> Memor
     return Memory(**{**values, **fields})
 
 
+def store_memories(home: Home, *memories: Memory) -> None:
+    """Write ``memories`` to ``home``'s store before its daemon starts (as an import or an older
+    mnemo would have left them)."""
+    from mnemo.store import open_store
+
+    store = open_store(home.settings.store)
+    try:
+        store.migrate()
+        for memory in memories:
+            store.put_memory(memory)
+    finally:
+        store.close()
+
+
 # -- the scripted model's answers --------------------------------------------------------------
 
 # The judge's relation question: A) same B) updates C) contradicts D) unrelated.

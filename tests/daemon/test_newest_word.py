@@ -16,9 +16,17 @@ from mnemo.api.recall import RecallRequest
 from mnemo.client.typed import DaemonClient
 from mnemo.clock import utc_now
 from mnemo.memories import Memory, RememberRequest
-from mnemo.store import open_store
 from mnemo.vocabulary import MemoryStatus, MemoryType
-from tests.helpers import WORKSPACE, Home, context_of, event_input, hook, make_memory, wait_for_index
+from tests.helpers import (
+    WORKSPACE,
+    Home,
+    context_of,
+    event_input,
+    hook,
+    make_memory,
+    store_memories,
+    wait_for_index,
+)
 
 # (the old value, the change or correction stated after it, its question, a word only the new has)
 CHANGES = [
@@ -88,11 +96,7 @@ def test_a_prompt_that_finds_only_the_closed_value_gets_what_replaced_it_injecte
         version=2,
     )
     new = make_memory("m-new", "Use preprod-east from now on", now - timedelta(days=2), namespace=WORKSPACE)
-    store = open_store(home.settings.store)
-    store.migrate()
-    store.put_memory(new)
-    store.put_memory(old)
-    store.close()
+    store_memories(home, new, old)
 
     async def scenario() -> None:
         async with DaemonClient(home.settings) as client:
@@ -136,11 +140,7 @@ def test_two_current_values_of_one_thing_show_the_newest_first_and_the_other_as_
     now = utc_now()
     tuesday = make_memory("m-tue", "We deploy on Tuesdays", now - timedelta(days=20), namespace=WORKSPACE)
     thursday = make_memory("m-thu", "We deploy on Thursdays", now - timedelta(days=3), namespace=WORKSPACE)
-    store = open_store(home.settings.store)
-    store.migrate()
-    store.put_memory(thursday)
-    store.put_memory(tuesday)  # written before the rule: both current, as an import leaves them
-    store.close()
+    store_memories(home, thursday, tuesday)  # written before the rule: both current, as an import leaves them
 
     async def scenario() -> list[tuple[str, str]]:
         async with DaemonClient(home.settings) as client:

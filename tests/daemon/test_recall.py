@@ -18,7 +18,7 @@ from mnemo.index.vectors import EXACT_MAX_ROWS
 from mnemo.memories import EntityIn, EntityRef, Memory, RememberRequest
 from mnemo.store import open_store
 from mnemo.vocabulary import MemoryStatus, MemoryType
-from tests.helpers import Home, embeddings_written_at, make_memory, wait_for_vectors
+from tests.helpers import Home, embeddings_written_at, make_memory, store_memories, wait_for_vectors
 
 
 def test_a_remembered_memory_is_recallable_at_once_and_by_meaning_once_embedded(home: Home) -> None:
@@ -102,11 +102,7 @@ def _memory(content: str, *, status: MemoryStatus, days_ago: int, closed_by: str
 def test_the_index_built_at_start_ranks_closed_memories_behind_unless_history_is_asked(home: Home) -> None:
     thursday = _memory("We deploy on Thursday; QA needs Wednesday.", status=MemoryStatus.ACTIVE, days_ago=2)
     tuesday = _memory("We deploy on Tuesday.", status=MemoryStatus.CLOSED, days_ago=30, closed_by=thursday.id)
-    store = open_store(home.settings.store)
-    store.migrate()
-    store.put_memory(tuesday)
-    store.put_memory(thursday)
-    store.close()
+    store_memories(home, tuesday, thursday)
 
     async def scenario() -> None:
         async with DaemonClient(home.settings) as client:
