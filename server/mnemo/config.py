@@ -254,6 +254,13 @@ class Settings(BaseModel):
         default=False,
         description="One closed question before each extraction; skip it when nothing is durable.",
     )
+    usage_audit: Literal["signal", "model"] = Field(
+        default="signal",
+        description=(
+            "After a turn, was each memory it was given used? signal: read from the agent's answer "
+            "and acts, no model call; model: the writer's endpoint (llm_url) is asked."
+        ),
+    )
     relation_method: Literal["auto", "one", "steps"] = Field(
         default="auto", description="The judge's relation: one question, in steps (small models), or auto."
     )

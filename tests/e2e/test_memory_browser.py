@@ -22,8 +22,9 @@ import pytest
 
 from mnemo.client.typed import DaemonClient
 from mnemo.store import open_store
+from mnemo.workspace import workspace_namespace
 from tests.e2e.test_review_page import CHROMIUM, HAS_CHROMIUM, chromium
-from tests.helpers import DATA, Home, event_input, hook, record_deploy_day, script_deploy_day, wait_until
+from tests.helpers import CWD, DATA, Home, event_input, hook, record_deploy_day, script_deploy_day, wait_until
 from tests.llm_server import LLMServer, running_llm_server
 
 pytestmark = pytest.mark.skipif(not HAS_CHROMIUM, reason=f"no Chromium at {CHROMIUM} (apt install chromium)")
@@ -38,6 +39,7 @@ class World:
     replicas: str  # a person's memory, injected into a session and used there
     tuesday: str  # closed by the writer
     thursday: str  # the memory that closed it
+    nightly: str  # given to six sessions of the workspace and used by none: suppressed there
 
 
 def _mnemo_json(home: Home, *args: str) -> Any:
@@ -89,6 +91,16 @@ def world(module_home: Home, module_llm: LLMServer) -> Iterator[World]:
     answer = f"It keeps two replicas (memory {replicas})."
     assert hook(configured, "Stop", event_input("Stop", "s-use", last_assistant_message=answer))[1] == 0
     wait_until(lambda: _mnemo_json(configured, "stats")["used"] >= 1, timeout_s=60, what="the audit")
+    nightly = _mnemo_json(
+        configured, "remember", "The staging cache is flushed every night at 02:00", "--type", "fact",
+        "--namespace", workspace_namespace(CWD),
+    )["id"]  # fmt: skip
+    for n in range(6):  # six sessions given it, none using it (the usage signal, no model asked)
+        asked = event_input("UserPromptSubmit", f"s-skip-{n}", prompt="is the staging cache ready?")
+        assert nightly in hook(configured, "UserPromptSubmit", asked)[0]
+        typo = event_input("Stop", f"s-skip-{n}", last_assistant_message="I fixed a typo in the README.")
+        hook(configured, "Stop", typo)
+    wait_until(lambda: _mnemo_json(configured, "stats")["suppressed"], timeout_s=60, what="the suppression")
     found = {
         h["memory"]["content"]: h["memory"] for h in _mnemo_json(configured, "recall", QUESTION)["memories"]
     }
@@ -97,7 +109,7 @@ def world(module_home: Home, module_llm: LLMServer) -> Iterator[World]:
     # Candidates for the review view: AGENTS.md's entries, judged by the (scripted) model.
     configured.mnemo("import", "--from", "agents-md", str(DATA / "notes" / "AGENTS.md"))
     url = configured.mnemo("review", "url").stdout.strip()
-    yield World(configured, url, replicas, tuesday["id"], thursday["id"])
+    yield World(configured, url, replicas, tuesday["id"], thursday["id"], nightly)
 
 
 @pytest.fixture
@@ -205,6 +217,21 @@ def test_a_used_memorys_page_shows_its_usage_and_entities(world: World, page: An
     expect(page.locator("dd[data-usage=suppressed]")).to_have_text("no")
     expect(page.locator("#entities")).to_contain_text("PostgreSQL (subject) — also pg, postgres")
     expect(page.locator("#versions tr[data-version]")).to_contain_text("remember")
+
+
+def test_a_suppressed_memory_is_injected_again_with_one_click(world: World, page: Any) -> None:
+    from playwright.sync_api import expect
+
+    page.goto(f"{world.url.split('#')[0]}#memory/{world.nightly}")
+    suppressed = page.locator("dd[data-usage=suppressed]")
+    expect(suppressed).to_contain_text("workspace:")
+    expect(page.locator("dd[data-usage=unused]")).to_have_text("6")
+    _shot(page, "memory-suppressed")
+    suppressed.locator("button[data-unsuppress]").click()
+    expect(suppressed).to_have_text("no")
+    assert _mnemo_json(world.home, "stats")["suppressed"] == []
+    asked = event_input("UserPromptSubmit", "s-back", prompt="is the staging cache ready?")
+    assert world.nightly in hook(world.home, "UserPromptSubmit", asked)[0], "injected again"
 
 
 def test_the_overviews_figures_are_mnemo_stats_and_status(world: World, page: Any) -> None:

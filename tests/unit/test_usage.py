@@ -1,6 +1,7 @@
-"""The usage audit: cited → used, the decision model's probability otherwise, and suppression of
-memories clearly unused 6 times in 30 days (the daemon's hook service in this process, with the
-real store, index and embedder, a scripted model over HTTP, and a clock the test moves)."""
+"""The usage audit: cited → used, the decision model's probability otherwise (usage_audit =
+"model"), and suppression of memories clearly unused 6 times in 30 days (the daemon's hook service
+in this process, with the real store, index and embedder, a scripted model over HTTP, and a clock
+the test moves). Without a model: tests/unit/test_usage_signal.py."""
 
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ STAGING = "The staging database is reset from a snapshot every night at 02:00"
 @asynccontextmanager
 async def hook_service(home: Home, llm_url: str | None, clock: Clock) -> AsyncIterator[Daemon]:
     """A daemon runtime in this process (no HTTP), its hooks on the test's clock."""
-    env = {"MNEMO_LLM_URL": llm_url, "MNEMO_LLM_MODEL": "test-model"} if llm_url else {}
+    env = {"MNEMO_LLM_URL": llm_url, "MNEMO_LLM_MODEL": "test-model", "MNEMO_USAGE_AUDIT": "model"}
+    env = env if llm_url else {}
     async with Daemon(home.with_env(**env).settings, clock=clock) as daemon:
         await daemon.index.built()
         yield daemon
@@ -161,7 +163,7 @@ async def test_six_clear_non_uses_in_30_days_stop_injection_but_not_recall(
         assert staging.id in block
 
 
-async def test_a_memory_ever_used_is_never_suppressed(home: Home, llm_server: LLMServer) -> None:
+async def test_a_use_starts_the_count_of_non_uses_over(home: Home, llm_server: LLMServer) -> None:
     _script(llm_server)
     clock = Clock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
     question = "is the staging database reset at night?"
@@ -169,16 +171,25 @@ async def test_a_memory_ever_used_is_never_suppressed(home: Home, llm_server: LL
         staging = await daemon.remembering.remember(
             RememberRequest(content=STAGING, type=MemoryType.FACT, namespace=WORKSPACE)
         )
-        await _turn(daemon, "s-used", question, f"Yes, nightly [{staging.id}].")
-        for n in range(6):
-            clock.now += timedelta(days=1)
+        for n in range(5):
+            clock.now += timedelta(hours=1)
             await _turn(daemon, f"s-{n}", question, "unrelated work")
-        await _audited(daemon, 7)
-        block = await _turn(daemon, "s-last", question, "unrelated")
-        assert staging.id in block
+        clock.now += timedelta(hours=1)
+        await _turn(daemon, "s-used", question, f"Yes, nightly [{staging.id}].")
+        for n in range(5, 10):
+            clock.now += timedelta(hours=1)
+            await _turn(daemon, f"s-{n}", question, "unrelated work")
+        await _audited(daemon, 11)
+        clock.now += timedelta(minutes=2)  # past the ledger's cache of what is suppressed
+        block = await _turn(daemon, "s-10", question, "unrelated")
+        assert staging.id in block, "five non-uses since the use: still injected"
+        await _audited(daemon, 12)
+        clock.now += timedelta(minutes=2)
+        block = await _turn(daemon, "s-11", question, "unrelated")
+        assert staging.id not in block, "six since the use: suppressed"
 
 
-async def test_without_a_model_verdicts_come_from_citations_alone(home: Home) -> None:
+async def test_without_a_model_an_unrelated_answer_is_clearly_unused_by_the_signal(home: Home) -> None:
     clock = Clock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
     async with hook_service(home, None, clock) as daemon:
         deploy = await daemon.remembering.remember(
@@ -190,7 +201,7 @@ async def test_without_a_model_verdicts_come_from_citations_alone(home: Home) ->
         await _audited(daemon, 8)
         verdicts = [v for n in range(7) for v in _verdicts(daemon.store, f"s-{n}")]
         assert [(v.verdict, v.method) for v in _verdicts(daemon.store, "s-a")] == [("used", "citation")]
-        assert {(v.verdict, v.method) for v in verdicts} == {("unclear", "no-model")}
+        assert {(v.verdict, v.method) for v in verdicts} == {("unused", "signal")}
 
 
 async def test_stats_count_what_was_injected_and_used_and_read_the_share_from_transcripts(

@@ -76,7 +76,10 @@ class Usage(BaseModel):
     used: int
     unused: int = Field(description="Clearly unused.")
     unclear: int
-    suppressed: bool = Field(description="No longer injected for the person (clearly unused, never used).")
+    suppressed: list[str] = Field(
+        default_factory=list,
+        description="The workspaces where it is no longer injected (clearly unused there, not used since).",
+    )
 
 
 class EntityShown(BaseModel):

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from datetime import date, datetime
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+
+from mnemo.episodes import ID_PATTERN
 
 
 class StatsDay(BaseModel):
@@ -17,6 +20,31 @@ class StatsDay(BaseModel):
     used: int
     unused: int
     unclear: int
+
+
+class SuppressedMemory(BaseModel):
+    """A memory no longer injected in a workspace's sessions: clearly unused there, not used since."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    memory: str
+    workspace: str
+    unused: int
+
+
+class UnsuppressRequest(BaseModel):
+    """``POST /v1/stats/unsuppress``: inject a memory again wherever it is suppressed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    memory: Annotated[str, Field(pattern=ID_PATTERN)]
+
+
+class Unsuppressed(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    memory: str
+    workspaces: list[str]  # where it was suppressed and is injected again
 
 
 class Stats(BaseModel):
@@ -34,7 +62,7 @@ class Stats(BaseModel):
     used: int
     unused: int
     unclear: int
-    suppressed: list[str]
+    suppressed: list[SuppressedMemory]
     days: list[StatsDay]
 
     @property

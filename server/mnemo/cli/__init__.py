@@ -1,5 +1,5 @@
 """The ``mnemo`` command: remember, recall, recall-episode, forget, keep, review, audit, import,
-export, status, stats, distill, judge-log, writer, models, daemon, server.
+export, status, stats, unsuppress, distill, judge-log, writer, models, daemon, server.
 
 With ``--json``, recall and recall-episode print exactly the full result the MCP tools of the same
 name give client programs (in their answer's ``_meta``). Errors go to stderr as
@@ -39,6 +39,7 @@ GROUPS = {
     "export": "exchange",
     "status": "ops",
     "stats": "ops",
+    "unsuppress": "ops",
     "models": "ops",
     "daemon": "ops",
     "server": "server",

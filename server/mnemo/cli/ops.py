@@ -139,11 +139,23 @@ def cmd_stats(args: argparse.Namespace, context: Context) -> int:
     judged = stats["used"] + stats["unused"] + stats["unclear"]
     counts = f"used {stats['used']:,}, clearly unused {stats['unused']:,}, unclear {stats['unclear']:,}"
     write(f"verdicts          {judged:,}: {counts}")
-    write(f"suppressed        {len(stats['suppressed']):,} memories no longer injected for this person")
-    for memory in stats["suppressed"][:20]:
-        write(f"                  {memory}")
+    suppressed = stats["suppressed"]
+    write(f"suppressed        {len(suppressed):,}: clearly unused in a workspace, no longer injected there")
+    for s in suppressed[:20]:
+        write(f"                  {s['memory']} in {s['workspace']} ({s['unused']} times unused)")
+    if suppressed:
+        write("                  mnemo unsuppress ID injects one again")
     if args.chart is not None:
         write(f"chart             {args.chart}")
+    return EXIT_OK
+
+
+def cmd_unsuppress(args: argparse.Namespace, context: Context) -> int:
+    done = context.client.call("POST", "/v1/stats/unsuppress", {"memory": args.id})
+    if done["workspaces"]:
+        write(f"{done['memory']}: injected again in {', '.join(done['workspaces'])}")
+    else:
+        write(f"{done['memory']}: not suppressed anywhere; nothing to do")
     return EXIT_OK
 
 

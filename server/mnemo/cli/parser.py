@@ -231,6 +231,11 @@ def build_parser(commands_in_order: list[str] | None = None) -> argparse.Argumen
     )
     p.add_argument("--json", action="store_true")
 
+    p = commands.add_parser(
+        "unsuppress", help="inject a memory again where it was suppressed for never being used"
+    )
+    p.add_argument("id", help="the memory's id (mnemo stats lists what is suppressed)")
+
     p = commands.add_parser("models", help="list, verify, install or fetch embedding models")
     p.add_argument("action", nargs="?", choices=["list", "verify", "install", "fetch"], default="list")
     p.add_argument(

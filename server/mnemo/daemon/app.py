@@ -19,6 +19,7 @@ Routes (all JSON, all under ``/v1``)::
     POST /v1/review                    ReviewAction → Memory (approve, reject, edit)
     POST /v1/hooks/<Event>?client=     the host's hook JSON → text/plain: what the hook prints
     GET  /v1/stats?days=30             memory injected and used over the last days (mnemo stats)
+    POST /v1/stats/unsuppress          UnsuppressRequest → Unsuppressed (inject a memory again)
     GET  /v1/judge-log?limit=&session=&memory= the judge's decisions, newest first
     GET  /v1/export/namespaces         what an export would hold: memories per namespace, episodes
     POST /v1/export                    ExportPageRequest → ExportPage (mnemo export, page by page)
@@ -58,6 +59,7 @@ from mnemo.api.memories import ForgetRequest
 from mnemo.api.notes import NotesImportRequest
 from mnemo.api.recall import RecallEpisodeRequest, RecallRequest
 from mnemo.api.review import ReviewAction, ReviewUrl
+from mnemo.api.stats import UnsuppressRequest
 from mnemo.api.writer import DistillRequest
 from mnemo.daemon import review_page
 from mnemo.daemon.messages import answer, matching, parse, read_body, whole_number
@@ -206,6 +208,10 @@ def build_app(
     async def usage_stats(request: Request) -> Response:
         return answer(await daemon.ledger.stats(whole_number(request, "days", 30, 3_660)))
 
+    async def unsuppress(request: Request) -> Response:
+        body = await parse(request, UnsuppressRequest)
+        return answer(await daemon.ledger.unsuppress(body.memory, daemon.settings.namespace_of_person))
+
     async def distil(request: Request) -> Response:
         body = await parse(request, DistillRequest)
         return answer(daemon.distil(body.session))
@@ -303,6 +309,7 @@ def build_app(
             Route("/v1/review", review, methods=["POST"]),
             Route("/v1/hooks/{event}", hook, methods=["POST"]),
             Route("/v1/stats", usage_stats, methods=["GET"]),
+            Route("/v1/stats/unsuppress", unsuppress, methods=["POST"]),
             Route("/v1/judge-log", judge_log, methods=["GET"]),
             Route("/v1/audit", audit, methods=["POST"]),
             Route("/v1/audit/apply", audit_apply, methods=["POST"]),

@@ -9,7 +9,8 @@ a memory's page, the overview.
 - **A memory's page**: its versions (what each changed, and who: the writer, a person, a forget,
   the code check, the review queue's ageing — read from the version's batch, status and reason),
   its entities with their aliases, what closed it and what it closed, the judge's decisions about
-  it, its source episodes, its usage by the person (injected, used, clearly unused, suppressed).
+  it, its source episodes, its usage by the person (injected, used, clearly unused, the workspaces
+  where it is suppressed).
 - **The overview**: ``mnemo stats --json`` and ``mnemo status --json``'s own figures, memories by
   namespace, the writer's last batch.
 """
@@ -107,7 +108,7 @@ class Browsing:
         closer = memory.closed_by if memory.closed_by and not memory.closed_by.startswith("code:") else ""
         person = self._settings.namespace_of_person
         usage = await calls(store.memory_usage, memory_id, person)
-        suppressed = memory_id in await self._ledger.suppressed_for(person)
+        suppressed = await self._ledger.suppressed_in(memory_id, person)
         flag = self._recall.code.flag(memory_id)
         return MemoryPage(
             memory=memory,

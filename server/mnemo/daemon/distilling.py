@@ -83,10 +83,11 @@ class DistillLoop:
         # An embedded store opens in one process only: its daemon is the writer, no lease needed
         # (and a lease left by a killed predecessor must not hold the new daemon back).
         self._lease = None if settings.store.startswith("chdb://") else WriterLease(store)
-        if has_model(settings):  # also the usage audit's, whether or not this daemon distils
+        if has_model(settings):  # also the usage audit's when asked, whether or not this daemon distils
             llm = open_model(settings, meter)
             self.decisions = DecisionModel(llm, settings)
-            self.auditing = None if is_host(settings) else self.decisions
+            asked = settings.usage_audit == "model" and not is_host(settings)
+            self.auditing = self.decisions if asked else None
             if self.state.enabled:
                 self._distiller = Distiller(
                     store,

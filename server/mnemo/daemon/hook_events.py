@@ -15,7 +15,8 @@ answer (text/plain) is exactly what the hook process prints (often nothing).
 
 Injection rules: ≤ 800 tokens a block and 4,000 a session (:mod:`mnemo.usage.budget`),
 never a memory this session already has in context, never one whose sources are this session's
-episodes, never one suppressed for this person (clearly unused 6 times in 30 days, never used).
+episodes, never one suppressed in this workspace (clearly unused there 6 times in 30 days, not
+used since) unless the prompt asks for it.
 """
 
 from __future__ import annotations
@@ -53,8 +54,10 @@ from mnemo.paths import SPOOL_NAME
 from mnemo.private import remove_private
 from mnemo.store.usage import InjectionRow, SessionRow
 from mnemo.typed import typed
+from mnemo.usage.audit import signal_text
 from mnemo.usage.budget import BLOCK_TOKENS, SESSION_TOKENS, estimate_tokens, pack
 from mnemo.usage.sessions import SessionBook, SessionState
+from mnemo.usage.suppression import asked_for
 from mnemo.vocabulary import MemoryType
 from mnemo.workspace import workspace_namespace
 
@@ -280,12 +283,13 @@ class HookEvents:
             return ""
         if question and [state.workspace, state.person] != guessed:
             found = await self._recall.related_current(question, [state.workspace, state.person], CANDIDATES)
-        return await self._inject(state, "UserPromptSubmit", found)
+        return await self._inject(state, "UserPromptSubmit", found, asked=question)
 
     async def _tool_result(self, state: SessionState, payload: Mapping[str, Any]) -> None:
         tool = str(payload.get("tool_name") or "tool")
         if transcripts.is_mnemo_tool(tool):
             return
+        state.act(tool, payload.get("tool_input"))
         text = transcripts.tool_text(tool, payload.get("tool_input"), payload.get("tool_response"))
         key = str(payload.get("tool_use_id") or "") or hashlib.sha256(text.encode()).hexdigest()[:16]
         await self._record(state, f"tool:{key}", text, Role.TOOL, tool[:200], payload)
@@ -296,18 +300,9 @@ class HookEvents:
             return
         turn = state.turn
         await self._record(state, "answer", answer, Role.ASSISTANT, "assistant", payload)
-        audited = [m for t in sorted(state.by_turn) if t <= turn for m in state.by_turn.pop(t)]
+        audited, acts = state.answered(turn, answer, self._recording.redact)
         if audited:
-            redact = self._recording.redact
-            job = AuditJob(
-                state.id,
-                state.person,
-                turn,
-                list(dict.fromkeys(audited)),
-                redact(strip_injected(state.prompts.get(turn, ""))),
-                redact(strip_injected(answer)),
-            )
-            self.ledger.audit_later(job)
+            self.ledger.audit_later(AuditJob(state.id, state.person, turn, audited, acts))
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -333,14 +328,16 @@ class HookEvents:
         state.episodes.add(episode_id)
 
     async def _inject(
-        self, state: SessionState, event: str, ranked: list[Memory], *, before: str = ""
+        self, state: SessionState, event: str, ranked: list[Memory], *, before: str = "", asked: str = ""
     ) -> str:
         """The hook's output: ``before`` (already counted) and a block of the best of ``ranked``
         that fits the budgets; '' when there is nothing to add."""
         budget = min(BLOCK_TOKENS, SESSION_TOKENS - state.tokens)
         if budget <= 0 or not ranked:
             return _context(event, before)
-        suppressed = await self.ledger.suppressed_for(state.person)
+        suppressed = await self.ledger.suppressed_for(state.person, state.workspace)
+        if suppressed and asked:  # a prompt that asks for a suppressed memory gets it
+            suppressed = {m.id for m in ranked if m.id in suppressed and not asked_for(signal_text(m), asked)}
         # Sources the session has not seen yet: a memory noted in it (remember) or distilled from it.
         unknown = list(dict.fromkeys(s for m in ranked for s in state.unknown(m.sources)))
         if unknown:

@@ -12,15 +12,17 @@ from datetime import UTC, datetime, time, timedelta
 import anyio
 import anyio.to_thread
 
-from mnemo.api.stats import Stats
+from mnemo.api.stats import Stats, Unsuppressed
 from mnemo.clock import utc_now
 from mnemo.config import Settings
 from mnemo.daemon.recording import with_waiting
 from mnemo.daemon.storecalls import StoreCalls
+from mnemo.errors import NotFoundError
 from mnemo.index.live import RecallEngine
 from mnemo.store.usage import InjectionRow, SessionRow, VerdictRow
 from mnemo.usage import stats, suppression
 from mnemo.usage.audit import Auditor
+from mnemo.usage.signal import TurnActs
 
 logger = logging.getLogger(__name__)
 SUPPRESSED_TTL_S = 60.0
@@ -34,8 +36,7 @@ class AuditJob:
     person: str
     turn: int
     memories: list[str]
-    prompt: str
-    answer: str
+    acts: TurnActs  # the turn's prompt, the agent's acts and answer
 
 
 class HookLedger:
@@ -53,7 +54,7 @@ class HookLedger:
         self._auditor = auditor
         self._engine = engine
         self._clock = clock
-        self._suppressed: dict[str, tuple[datetime, set[str]]] = {}
+        self._suppressed: dict[str, tuple[datetime, list[suppression.Suppressed]]] = {}
         self._audit_send, self._audit_receive = anyio.create_memory_object_stream[AuditJob](AUDIT_QUEUE)
         self._ledger_send, self._ledger_receive = anyio.create_memory_object_stream[
             list[InjectionRow | SessionRow]
@@ -127,15 +128,31 @@ class HookLedger:
         figures = await self._calls(stats.from_store, self.store, person, since, until)
         return await anyio.to_thread.run_sync(stats.gather, figures, person, since, until)
 
-    async def suppressed_for(self, person: str) -> set[str]:
-        """What is suppressed for ``person`` now (read again at most every SUPPRESSED_TTL_S)."""
+    async def suppressed_for(self, person: str, workspace: str | None = None) -> set[str]:
+        """What is suppressed for ``person`` now, in ``workspace`` (None: in any). Read again at
+        most every SUPPRESSED_TTL_S."""
         now = self._clock()
         cached = self._suppressed.get(person)
-        if cached is not None and abs((now - cached[0]).total_seconds()) < SUPPRESSED_TTL_S:
-            return cached[1]
-        found = await self._calls(suppression.suppressed, self.store, person, now)
-        self._suppressed[person] = (now, found)
-        return found
+        if cached is None or abs((now - cached[0]).total_seconds()) >= SUPPRESSED_TTL_S:
+            found = await self._calls(suppression.suppressed, self.store, person, now)
+            cached = self._suppressed[person] = (now, found)
+        return {s.memory for s in cached[1] if workspace is None or s.workspace == workspace}
+
+    async def suppressed_in(self, memory: str, person: str) -> list[str]:
+        """The workspaces where ``memory`` is suppressed for ``person`` now."""
+        await self.suppressed_for(person)  # reads the store when the cached list is old
+        return sorted(s.workspace for s in self._suppressed[person][1] if s.memory == memory)
+
+    async def unsuppress(self, memory: str, person: str) -> Unsuppressed:
+        """Inject ``memory`` again wherever it is suppressed for ``person``."""
+        if await self._calls(self.store.get_memory, memory) is None:
+            raise NotFoundError(f"no memory has the id {memory!r}")
+        found = await self._calls(suppression.suppressed, self.store, person, self._clock())
+        workspaces = sorted({s.workspace for s in found if s.memory == memory})
+        for workspace in workspaces:
+            await self._calls(self.store.put_restore, memory, workspace, person, self._clock())
+        self._suppressed.pop(person, None)
+        return Unsuppressed(memory=memory, workspaces=workspaces)
 
     async def _audit(self, job: AuditJob) -> None:
         rows = []
@@ -143,7 +160,7 @@ class HookLedger:
             memory = self._engine.memory(memory_id)
             if memory is None:  # forgotten since
                 continue
-            judgement = await anyio.to_thread.run_sync(self._auditor.judge, memory, job.prompt, job.answer)
+            judgement = await anyio.to_thread.run_sync(self._auditor.judge, memory, job.acts)
             rows.append(
                 VerdictRow(
                     memory_id,

@@ -60,6 +60,7 @@ from mnemo.api.audit import AuditApply, AuditRequest
 from mnemo.api.browse import BrowseRequest
 from mnemo.api.memories import ForgetRequest
 from mnemo.api.review import ReviewAction
+from mnemo.api.stats import UnsuppressRequest
 from mnemo.daemon.messages import answer, parse, whole_number
 from mnemo.daemon.runtime import Daemon
 from mnemo.errors import NotFoundError
@@ -189,6 +190,10 @@ def routes(daemon: Daemon) -> list[Route]:
     async def audit_apply(request: Request) -> Response:
         return answer(await daemon.auditing.apply(await parse(request, AuditApply)))
 
+    async def unsuppress(request: Request) -> Response:
+        body = await parse(request, UnsuppressRequest)
+        return answer(await daemon.ledger.unsuppress(body.memory, settings.namespace_of_person))
+
     async def episode(request: Request) -> Response:
         """The turn an episode belongs to (its episode marked), for the page to show."""
         found = await daemon.calls(daemon.store.get_episodes, [request.path_params["id"]])
@@ -224,6 +229,7 @@ def routes(daemon: Daemon) -> list[Route]:
         Route("/review/api/namespaces", namespaces, methods=["GET"]),
         Route("/review/api/audit", audit, methods=["POST"]),
         Route("/review/api/audit/apply", audit_apply, methods=["POST"]),
+        Route("/review/api/unsuppress", unsuppress, methods=["POST"]),
     ]
 
 

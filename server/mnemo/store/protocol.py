@@ -217,9 +217,13 @@ class Store(Protocol):
 
     def put_verdicts(self, rows: Sequence[VerdictRow]) -> None: ...
 
-    def clearly_unused(self, person: str, *, since: datetime, times: int) -> set[str]:
-        """Memories ``person`` never used that were clearly unused ``times`` times or more since
-        ``since``."""
+    def clearly_unused(self, person: str, *, since: datetime, times: int) -> list[tuple[str, str, int]]:
+        """(memory, workspace, times): clearly unused ``times`` times or more by ``person``'s
+        sessions of a workspace since ``since`` and since its last use or restore there."""
+        ...
+
+    def put_restore(self, memory: str, workspace: str, person: str, at: datetime) -> None:
+        """Inject ``memory`` in ``workspace`` again: its count of non-uses there starts over."""
         ...
 
     def use_counts(self, person: str) -> dict[str, int]: ...

@@ -46,12 +46,12 @@ class InjectionRow:
 @dataclass(frozen=True, slots=True)
 class VerdictRow:
     memory: str
-    session: str
+    session: str  # a restore's row (method "restored"): the workspace it is injected in again
     turn: int
     person: str
     verdict: Verdict
     probability: float
-    method: str  # "citation", "logprobs", "answer" (the decision model's), "no-model"
+    method: str  # "citation", "signal", "logprobs", "answer" (the decision model's), "restored"
     at: datetime
 
 
@@ -153,18 +153,40 @@ class UsageTables(Tables):
                     "usage_verdicts", [astuple(r) for r in rows], column_names=list(_VERDICT_COLUMNS)
                 )
 
-    def clearly_unused(self, person: str, *, since: datetime, times: int) -> set[str]:
-        """Memories ``person`` never used that were clearly unused ``times`` times or more since
-        ``since`` (the suppression policy, :mod:`mnemo.usage.suppression`, says how many and how
+    def clearly_unused(self, person: str, *, since: datetime, times: int) -> list[tuple[str, str, int]]:
+        """(memory, workspace, times) of what ``person``'s sessions of a workspace found clearly
+        unused ``times`` times or more since ``since`` and since its last use there or its last
+        restore (the suppression policy, :mod:`mnemo.usage.suppression`, says how many and how
         long)."""
         sql = f"""
-            SELECT memory FROM {self._db.final("usage_verdicts")} WHERE person = {{p:String}} GROUP BY memory
-            HAVING countIf(verdict = 'used') = 0
-               AND countIf(verdict = 'unused' AND at >= {{since:DateTime64(3, 'UTC')}}) >= {times:d}
+            SELECT memory, workspace,
+                   maxIf(at, verdict = 'used' OR method = 'restored') AS back,
+                   arrayCount(
+                       (v, t) -> v = 'unused' AND t >= {{since:DateTime64(3, 'UTC')}} AND t > back,
+                       groupArray(verdict), groupArray(at)
+                   ) AS unused
+            FROM (
+                SELECT v.memory AS memory, v.verdict AS verdict, v.method AS method, v.at AS at,
+                       if(v.method = 'restored', v.session, s.workspace) AS workspace
+                FROM (
+                    SELECT memory, session, verdict, method, at
+                    FROM {self._db.final("usage_verdicts")} WHERE person = {{p:String}}
+                ) AS v
+                LEFT JOIN (
+                    SELECT id, workspace FROM {self._db.final("sessions")} WHERE person = {{p:String}}
+                ) AS s ON v.session = s.id
+            )
+            WHERE workspace != ''
+            GROUP BY memory, workspace
+            HAVING unused >= {times:d}
         """
         with self._db.translated("reading suppressed memories"):
             rows = self._db.query(sql, parameters={"p": person, "since": as_stored(since)}).result_rows
-        return {str(row[0]) for row in rows}
+        return [(str(m), str(w), int(n)) for m, w, _, n in rows]
+
+    def put_restore(self, memory: str, workspace: str, person: str, at: datetime) -> None:
+        """Inject ``memory`` in ``workspace`` again: its count of non-uses there starts over."""
+        self.put_verdicts([VerdictRow(memory, workspace, 0, person, "unclear", 1.0, "restored", at)])
 
     def usage_by_day(
         self, person: str, since: datetime, until: datetime
@@ -185,7 +207,7 @@ class UsageTables(Tables):
                 UNION ALL
                 SELECT toDate(at) AS day, 0, 0, 0, countIf(verdict = 'used'), countIf(verdict = 'unused'),
                        countIf(verdict = 'unclear')
-                FROM {self._db.final("usage_verdicts")} WHERE {window} GROUP BY day
+                FROM {self._db.final("usage_verdicts")} WHERE {window} AND method != 'restored' GROUP BY day
             ) GROUP BY day ORDER BY day
         """
         with self._db.translated("reading usage by day"):
@@ -225,7 +247,7 @@ class UsageTables(Tables):
             used, unused, unclear = self._db.query(
                 "SELECT countIf(verdict = 'used'), countIf(verdict = 'unused'), countIf(verdict = 'unclear') "
                 f"FROM {self._db.final('usage_verdicts')} "
-                "WHERE memory = {m:String} AND person = {p:String}",
+                "WHERE memory = {m:String} AND person = {p:String} AND method != 'restored'",
                 parameters=parameters,
             ).result_rows[0]
         return MemoryUsage(

@@ -6,9 +6,14 @@ session is seen after a restart, so a restarted daemon neither repeats a memory 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from mnemo.injected import strip_injected
 from mnemo.store.usage import SessionHistory, SessionRow
+from mnemo.usage.signal import Act, TurnActs, act_of, turn_of
+
+MAX_ACTS = 64  # tool calls kept per turn for the usage audit (the first ones)
 
 
 @dataclass
@@ -25,6 +30,7 @@ class SessionState:
     episodes: set[str] = field(default_factory=set)  # episode ids known to be of this session
     elsewhere: set[str] = field(default_factory=set)  # episode ids known to be of other sessions
     prompts: dict[int, str] = field(default_factory=dict)  # the person's prompt, per turn (audit)
+    acts: dict[int, list[Act]] = field(default_factory=dict)  # tool calls' acts, per turn
     row: SessionRow | None = None  # as recorded in the store's sessions table
 
     @classmethod
@@ -44,6 +50,20 @@ class SessionState:
                 if row.turn > history.answered_turn or not history.answered_turn:
                     state.by_turn.setdefault(row.turn, []).append(row.memory)
         return state
+
+    def act(self, tool: str, tool_input: object) -> None:
+        """Note a tool call of the current turn (what it did, for the usage audit)."""
+        kept = self.acts.setdefault(self.turn, [])
+        if len(kept) < MAX_ACTS:
+            kept.append(act_of(tool, tool_input))
+
+    def answered(self, turn: int, answer: str, redact: Callable[[str], str]) -> tuple[list[str], TurnActs]:
+        """The memories given up to ``turn`` not yet audited, and what the agent did since: its
+        prompt, acts and ``answer``, redacted. Both are taken: a turn is audited once."""
+        memories = [m for t in sorted(self.by_turn) if t <= turn for m in self.by_turn.pop(t)]
+        acts = [a for t in sorted(self.acts) if t <= turn for a in self.acts.pop(t)]
+        prompt = strip_injected(self.prompts.get(turn, ""))
+        return list(dict.fromkeys(memories)), turn_of(prompt, strip_injected(answer), acts, redact)
 
     def unknown(self, sources: list[str]) -> list[str]:
         """Of a memory's source episodes, those not yet known to be of this session or another."""

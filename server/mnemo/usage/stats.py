@@ -5,12 +5,13 @@
   every model call in those sessions (cached ones included), read from the hosts' transcripts
   (:mod:`mnemo.transcripts`); sessions whose transcript is gone are left out of the share;
 - verdicts: used, clearly unused, unclear (:mod:`mnemo.usage.audit`);
-- memories suppressed for the person (:mod:`mnemo.usage.suppression`);
+- memories suppressed for the person, per workspace (:mod:`mnemo.usage.suppression`);
 - per day, for the chart (:func:`render_html`): memories injected, used, clearly unused.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import html
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mnemo import transcripts
-from mnemo.api.stats import Stats, StatsDay
+from mnemo.api.stats import Stats, StatsDay, SuppressedMemory
 from mnemo.usage import suppression
 from mnemo.vocabulary import TRANSCRIPT_HOSTS
 
@@ -32,7 +33,7 @@ class StoreFigures:
     days: list[StatsDay]
     sessions: list[SessionRow]
     injected: dict[str, int]  # tokens per session
-    suppressed: list[str]
+    suppressed: list[SuppressedMemory]
 
 
 def from_store(store: Store, person: str, since: datetime, until: datetime) -> StoreFigures:
@@ -43,7 +44,8 @@ def from_store(store: Store, person: str, since: datetime, until: datetime) -> S
     ]
     sessions = store.sessions_between(person, since, until)
     injected = store.injected_tokens([s.id for s in sessions])
-    return StoreFigures(days, sessions, injected, sorted(suppression.suppressed(store, person, until)))
+    found = suppression.suppressed(store, person, until)
+    return StoreFigures(days, sessions, injected, [SuppressedMemory(**dataclasses.asdict(s)) for s in found])
 
 
 def gather(figures: StoreFigures, person: str, since: datetime, until: datetime) -> Stats:

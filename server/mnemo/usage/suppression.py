@@ -1,25 +1,47 @@
-"""Suppression: a memory a person keeps getting and never uses stops being injected for them.
+"""Suppression: a memory a workspace's sessions keep getting and never use stops being injected there.
 
-Clearly unused ``SUPPRESS_AFTER`` times within ``SUPPRESS_DAYS`` days, and never used, a memory is
-suppressed for that person: the hooks no longer inject it, though recall still finds
-it. Only clear verdicts count (:mod:`mnemo.usage.audit`): an unclear one never suppresses.
+Clearly unused ``SUPPRESS_AFTER`` times within ``SUPPRESS_DAYS`` days in one workspace's sessions,
+and not used there since, a memory is suppressed in that workspace for that person: the hooks no
+longer inject it there — unless a prompt asks for it (:func:`asked_for`) — though recall still
+finds it, and other workspaces still get it. Only clear verdicts count (:mod:`mnemo.usage.audit`):
+an unclear one never suppresses. A use, or a restore (``mnemo unsuppress``, the memory browser),
+starts the count over.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from mnemo.clock import as_stored
+from mnemo.usage import signal
+from mnemo.usage.signal import TurnActs
 
 if TYPE_CHECKING:
     from mnemo.store import Store
 
 SUPPRESS_AFTER = 6
 SUPPRESS_DAYS = 30
+ASKED_AT = 0.5  # a prompt holding this share of a memory's distinctive content asks for it
 
 
-def suppressed(store: Store, person: str, now: datetime) -> set[str]:
-    """The memories suppressed for ``person`` as of ``now``."""
+@dataclass(frozen=True, slots=True, order=True)
+class Suppressed:
+    memory: str
+    workspace: str
+    unused: int  # clear non-uses there, in the window, since its last use or restore
+
+
+def suppressed(store: Store, person: str, now: datetime) -> list[Suppressed]:
+    """What is suppressed for ``person`` as of ``now``, in each workspace."""
     since = as_stored(now) - timedelta(days=SUPPRESS_DAYS)
-    return store.clearly_unused(person, since=since, times=SUPPRESS_AFTER)
+    found = store.clearly_unused(person, since=since, times=SUPPRESS_AFTER)
+    return sorted(Suppressed(m, w, n) for m, w, n in found)
+
+
+def asked_for(memory_text: str, prompt: str) -> bool:
+    """Whether a prompt asks for a memory: it holds half of the memory's distinctive content or
+    more, as :mod:`mnemo.usage.signal` weighs it (its values and names weigh most) — more than a
+    prompt that merely shares its subject, as most prompts that recalled it do."""
+    return signal.content_score(memory_text, TurnActs("", prompt)) >= ASKED_AT
