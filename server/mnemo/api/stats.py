@@ -59,6 +59,11 @@ class Stats(BaseModel):
     sessions_read: int  # sessions whose transcript was found
     tokens_read: int  # input tokens of those sessions' model calls
     tokens_injected_read: int  # tokens injected into those sessions
+    prompts: int  # typed by the person in these sessions
+    prompts_injected: int  # of them, prompts that got a block of memory
+    prompt_block_tokens: int  # the median block's tokens, for a prompt
+    start_blocks: int  # blocks injected at a session's start (the curated sets' own included)
+    start_block_tokens: int  # the median block's tokens, at a session's start
     used: int
     unused: int
     unclear: int

@@ -136,6 +136,15 @@ def cmd_stats(args: argparse.Namespace, context: Context) -> int:
             f"share of reading  {share:.4%} of the {stats['tokens_read']:,} input tokens of "
             f"{stats['sessions_read']:,} sessions was memory"
         )
+    prompts, given = stats["prompts"], stats["prompts_injected"]
+    share = f" ({given / prompts:.0%})" if prompts else ""
+    write(
+        f"prompts           {prompts:,}; {given:,} got memory{share}, a median "
+        f"{stats['prompt_block_tokens']:,} tokens a block"
+    )
+    write(
+        f"session starts    {stats['start_blocks']:,} blocks, a median {stats['start_block_tokens']:,} tokens"
+    )
     judged = stats["used"] + stats["unused"] + stats["unclear"]
     counts = f"used {stats['used']:,}, clearly unused {stats['unused']:,}, unclear {stats['unclear']:,}"
     write(f"verdicts          {judged:,}: {counts}")

@@ -222,6 +222,10 @@ class Store(Protocol):
         sessions of a workspace since ``since`` and since its last use or restore there."""
         ...
 
+    def blocks_and_prompts(self, sessions: Sequence[str]) -> tuple[list[tuple[str, int]], int]:
+        """Each block injected into ``sessions`` — (event, tokens) — and the prompts typed in them."""
+        ...
+
     def put_restore(self, memory: str, workspace: str, person: str, at: datetime) -> None:
         """Inject ``memory`` in ``workspace`` again: its count of non-uses there starts over."""
         ...

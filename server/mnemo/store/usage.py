@@ -214,6 +214,24 @@ class UsageTables(Tables):
             rows = self._db.query(sql, parameters=parameters).result_rows
         return [(r[0], *(int(v) for v in r[1:])) for r in rows]
 
+    def blocks_and_prompts(self, sessions: Sequence[str]) -> tuple[list[tuple[str, int]], int]:
+        """Each block injected into ``sessions`` — (event, tokens) — and how many prompts the
+        person typed in them."""
+        if not sessions:
+            return [], 0
+        with self._db.translated("reading injected blocks"):
+            blocks = self._db.query(
+                f"SELECT any(event), sum(tokens) FROM {self._db.final('injections')} "
+                "WHERE session IN {s:Array(String)} GROUP BY session, block",
+                parameters={"s": list(sessions)},
+            ).result_rows
+            prompts = self._db.query(
+                "SELECT uniqExact(session, turn) FROM episodes WHERE session IN {s:Array(String)} "
+                f"AND kind = 'prompt' AND {self._db.written('episodes')}",
+                parameters={"s": list(sessions)},
+            ).result_rows[0][0]
+        return [(str(event), int(tokens)) for event, tokens in blocks], int(prompts)
+
     def injected_tokens(self, sessions: Sequence[str]) -> dict[str, int]:
         """Tokens injected into each of ``sessions`` (those with none are absent)."""
         if not sessions:

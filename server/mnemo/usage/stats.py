@@ -4,6 +4,8 @@
 - the share of what the sessions read that was memory: injected tokens over the input tokens of
   every model call in those sessions (cached ones included), read from the hosts' transcripts
   (:mod:`mnemo.transcripts`); sessions whose transcript is gone are left out of the share;
+- prompts, how many got a block of memory, and the median block's tokens, for prompts and for
+  session starts: what injection costs a turn;
 - verdicts: used, clearly unused, unclear (:mod:`mnemo.usage.audit`);
 - memories suppressed for the person, per workspace (:mod:`mnemo.usage.suppression`);
 - per day, for the chart (:func:`render_html`): memories injected, used, clearly unused.
@@ -16,6 +18,7 @@ import html
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from statistics import median
 from typing import TYPE_CHECKING
 
 from mnemo import transcripts
@@ -33,6 +36,8 @@ class StoreFigures:
     days: list[StatsDay]
     sessions: list[SessionRow]
     injected: dict[str, int]  # tokens per session
+    blocks: list[tuple[str, int]]  # (event, tokens) of each block injected into the sessions
+    prompts: int  # the person's prompts in the sessions
     suppressed: list[SuppressedMemory]
 
 
@@ -44,8 +49,9 @@ def from_store(store: Store, person: str, since: datetime, until: datetime) -> S
     ]
     sessions = store.sessions_between(person, since, until)
     injected = store.injected_tokens([s.id for s in sessions])
-    found = suppression.suppressed(store, person, until)
-    return StoreFigures(days, sessions, injected, [SuppressedMemory(**dataclasses.asdict(s)) for s in found])
+    blocks, prompts = store.blocks_and_prompts([s.id for s in sessions])
+    found = [SuppressedMemory(**dataclasses.asdict(s)) for s in suppression.suppressed(store, person, until)]
+    return StoreFigures(days, sessions, injected, blocks, prompts, found)
 
 
 def gather(figures: StoreFigures, person: str, since: datetime, until: datetime) -> Stats:
@@ -63,6 +69,8 @@ def gather(figures: StoreFigures, person: str, since: datetime, until: datetime)
         read += tokens
         read_injected += figures.injected.get(session.id, 0)
     days = figures.days
+    at_prompts = [tokens for event, tokens in figures.blocks if event == "UserPromptSubmit"]
+    at_start = [tokens for event, tokens in figures.blocks if event == "SessionStart"]
     return Stats(
         since=since,
         until=until,
@@ -73,6 +81,11 @@ def gather(figures: StoreFigures, person: str, since: datetime, until: datetime)
         sessions_read=found,
         tokens_read=read,
         tokens_injected_read=read_injected,
+        prompts=figures.prompts,
+        prompts_injected=len(at_prompts),
+        prompt_block_tokens=int(median(at_prompts)) if at_prompts else 0,
+        start_blocks=len(at_start),
+        start_block_tokens=int(median(at_start)) if at_start else 0,
         used=sum(d.used for d in days),
         unused=sum(d.unused for d in days),
         unclear=sum(d.unclear for d in days),
