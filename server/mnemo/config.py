@@ -254,6 +254,22 @@ class Settings(BaseModel):
         default=False,
         description="One closed question before each extraction; skip it when nothing is durable.",
     )
+    prompt_floor: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description=(
+            "A prompt's block holds only memories scoring at least this share of the best one's "
+            "recall score (0: every related memory that fits)."
+        ),
+    )
+    start_memories: Literal["used", "all"] = Field(
+        default="used",
+        description=(
+            "A session's start gets what this workspace's sessions used lately and a few others "
+            "(used), or the most useful memories that fit (all)."
+        ),
+    )
     usage_audit: Literal["signal", "model"] = Field(
         default="signal",
         description=(

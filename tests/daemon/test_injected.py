@@ -58,7 +58,9 @@ def test_remember_refuses_the_frame_in_every_field_from_the_cli_and_the_api(home
 
 def test_stored_hostile_memories_and_kept_entries_are_injected_inside_one_closed_frame(home: Home) -> None:
     """Texts no write would accept today, as a distilled memory, an import or an older version
-    may have stored them: the block around them stays shut."""
+    may have stored them: the block around them stays shut (every memory offered, at the start and
+    for the prompt, so that each is framed)."""
+    home = home.with_env(MNEMO_START_MEMORIES="all", MNEMO_PROMPT_FLOOR="0")
     at = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
     store = open_store(home.settings.store)
     store.migrate()

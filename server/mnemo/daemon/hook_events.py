@@ -4,11 +4,12 @@
 answer (text/plain) is exactly what the hook process prints (often nothing).
 
 - SessionStart: register the session; inject the curated sets of ``keep`` (the workspace's and
-  the person's, whole) and the workspace's and the person's most useful memories (most used
-  first, then decisions, preferences, procedures…, newest first).
+  the person's, whole) and what this workspace's sessions used lately, then a few others
+  (:mod:`mnemo.usage.start`).
 - UserPromptSubmit: record what the person typed of the prompt (:mod:`mnemo.typed`) as this turn's
-  episode; recall on it; inject a block. A prompt starting with ``<task-notification>`` is a
-  background task's notice, not the person: nothing is recorded or injected.
+  episode; recall on it; inject a block of what scores ``prompt_floor`` of the best or more. A
+  prompt starting with ``<task-notification>`` is a background task's notice, not the person:
+  nothing is recorded or injected.
 - PostToolUse: record the tool's result (mnemo's own tools excepted: their output is memory).
 - Stop: record the final answer; queue the usage audit of what this turn was given.
 - PreCompact: distil the session now. SessionEnd: mark it ended.
@@ -27,7 +28,7 @@ import json
 import logging
 import socket
 from collections.abc import Callable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -54,11 +55,11 @@ from mnemo.paths import SPOOL_NAME
 from mnemo.private import remove_private
 from mnemo.store.usage import InjectionRow, SessionRow
 from mnemo.typed import typed
+from mnemo.usage import start
 from mnemo.usage.audit import signal_text
 from mnemo.usage.budget import BLOCK_TOKENS, SESSION_TOKENS, estimate_tokens, pack
 from mnemo.usage.sessions import SessionBook, SessionState
 from mnemo.usage.suppression import asked_for
-from mnemo.vocabulary import MemoryType
 from mnemo.workspace import workspace_namespace
 
 logger = logging.getLogger(__name__)
@@ -71,9 +72,6 @@ START_CANDIDATES = 300
 SPOOL_POLL_S = 5.0
 # A live event waits at most this long for the events spooled before the daemon was up.
 SPOOL_FIRST_WAIT_S = 0.5  # well under the hooks' own deadlines (0.8–3 s)
-# At session start, with no question to rank by: what is worth having in mind first.
-_FIRST_TO_LAST = ("decision", "preference", "procedure", "postmortem", "pattern", "fact", "state", "event")
-START_ORDER = {MemoryType(name): rank for rank, name in enumerate(_FIRST_TO_LAST)}
 
 
 class HookEvents:
@@ -234,12 +232,14 @@ class HookEvents:
         namespaces = [state.workspace, state.person]
         found = await self._calls(self.store.active_memories, namespaces, START_CANDIDATES)
         uses = await self._calls(self.store.use_counts, state.person)
+        since = self._clock() - timedelta(days=start.USED_DAYS)
+        uses_here = await self._calls(self.store.uses_in, state.person, state.workspace, since)
         # The session's checkout against the memories' anchors: a possibly stale memory is marked,
         # and goes behind the others of its rank (as used, of its type) — no question to weigh it by.
         await self._recall.code.check(state.row.cwd if state.row else _cwd(payload), found)
         flag = self._recall.code.flag
-        found.sort(key=lambda m: m.updated_at, reverse=True)
-        found.sort(key=lambda m: (-uses.get(m.id, 0), START_ORDER.get(m.type, 9), flag(m.id) is not None))
+        policy, flagged = self._settings.start_memories, lambda m: flag(m) is not None
+        found = start.start_order(found, uses_here=uses_here, uses=uses, flagged=flagged, policy=policy)
         # The curated sets come first, whole: their own hard budgets bound them (mnemo.keep).
         kept = await self._keep.sets(state.workspace)
         kept_text = render_injection(kept.project.entries if kept.project else [], kept.user.entries)
@@ -265,12 +265,13 @@ class HookEvents:
         # loaded and the prompt's episode stored, in the namespaces the cwd names (a session that
         # was registered in another workspace is asked again below).
         guessed = [workspace_namespace(_cwd(payload) or "/"), person]
+        floor = self._settings.prompt_floor
         found: list[Memory] = []
 
         async def recall() -> None:
             nonlocal found
             if question and live:
-                found = await self._recall.related_current(question, guessed, CANDIDATES)
+                found = await self._recall.related_current(question, guessed, CANDIDATES, floor=floor)
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(recall)
@@ -282,7 +283,9 @@ class HookEvents:
         if not live:
             return ""
         if question and [state.workspace, state.person] != guessed:
-            found = await self._recall.related_current(question, [state.workspace, state.person], CANDIDATES)
+            found = await self._recall.related_current(
+                question, [state.workspace, state.person], CANDIDATES, floor=floor
+            )
         return await self._inject(state, "UserPromptSubmit", found, asked=question)
 
     async def _tool_result(self, state: SessionState, payload: Mapping[str, Any]) -> None:

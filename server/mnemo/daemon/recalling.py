@@ -120,11 +120,14 @@ class Recall:
         episodes = await self._search_episodes(question, namespaces, None, request.limit, request.explain)
         return RecallResult(memories=[], episodes=episodes)
 
-    async def related_current(self, text: str, namespaces: list[str], limit: int) -> list[Memory]:
+    async def related_current(
+        self, text: str, namespaces: list[str], limit: int, *, floor: float = 0.0
+    ) -> list[Memory]:
         """Current memories in ``namespaces`` that answer ``text``, best first (a possibly stale
         one weighed down as recall weighs it): what the hooks inject. A closed memory the text
-        finds stands for the current one that closed it, never for itself. Empty while the
-        start-up index is being built (a hook does not wait for it)."""
+        finds stands for the current one that closed it, never for itself. With ``floor``, only
+        those scoring at least that share of the best one's score. Empty while the start-up
+        index is being built (a hook does not wait for it)."""
         if not self._index.is_built:
             return []
         engine = self._index.engine
@@ -145,7 +148,9 @@ class Recall:
             if memory is not None and memory.status is MemoryStatus.ACTIVE and memory.id not in placed:
                 placed.add(memory.id)
                 scored.append((memory, f.score))
-        return [m for m, _ in self.code.weighed(scored, lambda s: s[0].id, lambda s: s[1])]
+        kept = self.code.weighed(scored, lambda s: s[0].id, lambda s: s[1])
+        best = max((score for _, score in kept), default=0.0)
+        return [m for m, score in kept if score >= floor * best]
 
     async def recall_episodes(self, request: RecallEpisodeRequest) -> EpisodesResult:
         await self._recording.journal_flushed()

@@ -232,6 +232,10 @@ class Store(Protocol):
 
     def use_counts(self, person: str) -> dict[str, int]: ...
 
+    def uses_in(self, person: str, workspace: str, since: datetime) -> dict[str, int]:
+        """How many turns of ``person``'s sessions in ``workspace`` used each memory since ``since``."""
+        ...
+
     def injection_counts(self, person: str, since: datetime) -> dict[str, int]: ...
 
     def memory_usage(self, memory_id: str, person: str) -> MemoryUsage:

@@ -277,6 +277,23 @@ class UsageTables(Tables):
             int(unclear),
         )
 
+    def uses_in(self, person: str, workspace: str, since: datetime) -> dict[str, int]:
+        """How many turns of ``person``'s sessions in ``workspace`` used each memory since
+        ``since`` (memories not used there are absent)."""
+        sql = f"""
+            SELECT memory, count() FROM {self._db.final("usage_verdicts")}
+            WHERE person = {{p:String}} AND verdict = 'used' AND at >= {{since:DateTime64(3, 'UTC')}}
+              AND session IN (
+                  SELECT id FROM {self._db.final("sessions")}
+                  WHERE person = {{p:String}} AND workspace = {{w:String}}
+              )
+            GROUP BY memory
+        """
+        parameters = {"p": person, "w": workspace, "since": as_stored(since)}
+        with self._db.translated("counting memory uses in a workspace"):
+            rows = self._db.query(sql, parameters=parameters).result_rows
+        return {str(m): int(n) for m, n in rows}
+
     def use_counts(self, person: str) -> dict[str, int]:
         """How many turns used each memory, for ``person`` (memories never used are absent)."""
         sql = (
