@@ -29,6 +29,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError
 
+from mnemo import config_sources as sources_of
 from mnemo.config_sources import check_settings, default_person, read_config_file, redact_dsn
 from mnemo.episodes import NAME_CHARS
 from mnemo.errors import ConfigError
@@ -258,24 +259,15 @@ class Settings(BaseModel):
         default=0.5,
         ge=0,
         le=1,
-        description=(
-            "A prompt's block holds only memories scoring at least this share of the best one's "
-            "recall score (0: every related memory that fits)."
-        ),
+        description="A prompt's block: memories scoring this share of the best's or more.",
     )
     start_memories: Literal["used", "all"] = Field(
         default="used",
-        description=(
-            "A session's start gets what this workspace's sessions used lately and a few others "
-            "(used), or the most useful memories that fit (all)."
-        ),
+        description="A session's start: what the workspace used and a few (used), or all that fit.",
     )
     usage_audit: Literal["signal", "model"] = Field(
         default="signal",
-        description=(
-            "After a turn, was each memory it was given used? signal: read from the agent's answer "
-            "and acts, no model call; model: the writer's endpoint (llm_url) is asked."
-        ),
+        description="Was a memory used: read from the turn (signal) or asked of llm_url (model).",
     )
     relation_method: Literal["auto", "one", "steps"] = Field(
         default="auto", description="The judge's relation: one question, in steps (small models), or auto."
@@ -375,22 +367,12 @@ def load_settings(environ: Mapping[str, str] | None = None, *, is_spawned: bool 
     config_file, data_dir = Path(where.config_file), Path(where.data_dir)
     run_dir, log_dir = Path(where.run_dir), Path(where.log_dir)
 
-    values: dict[str, Any] = {}
-    sources: dict[str, str] = {}
     raw_config, file_values = read_config_file(config_file, SETTABLE)
-    for key, value in file_values.items():
-        values[key] = value
-        sources[key] = str(config_file)
-    for key in SETTABLE:
-        env_name = ENV_PREFIX + key.upper()
-        if env_name in env:
-            values[key] = env[env_name]
-            sources[key] = f"environment variable {env_name}"
-            if key in JSON_SETTINGS:
-                try:
-                    values[key] = json.loads(env[env_name])
-                except ValueError as exc:
-                    raise ConfigError(f"{key} (from {sources[key]}): not valid JSON: {exc}") from None
+    values: dict[str, Any] = dict(file_values)
+    sources = dict.fromkeys(file_values, str(config_file))
+    from_env, env_sources = sources_of.environment_values(env, ENV_PREFIX, SETTABLE, JSON_SETTINGS)
+    values.update(from_env)
+    sources.update(env_sources)
 
     if not values.get("store"):
         values["store"] = f"chdb://{data_dir}"

@@ -1,5 +1,5 @@
 """Where settings come from, beside the Settings model (:mod:`mnemo.config`): the TOML file, the
-store DSN's check and the checks of settings that go together, the default person, and a DSN made
+environment, the store DSN's check and the checks of settings that go together, the default person, and a DSN made
 safe to show."""
 
 from __future__ import annotations
@@ -53,6 +53,26 @@ def read_config_file(path: Path, settable: Iterable[str]) -> tuple[bytes | None,
             f"unknown setting(s) {', '.join(unknown)} in {path}; known settings: {', '.join(known)}"
         )
     return raw, data
+
+
+def environment_values(
+    env: Mapping[str, str], prefix: str, settable: Iterable[str], json_settings: Iterable[str]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The settings ``env`` sets (``<prefix><NAME>``), and where each came from; those in
+    ``json_settings`` are JSON there."""
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for key in settable:
+        name = prefix + key.upper()
+        if name not in env:
+            continue
+        values[key], sources[key] = env[name], f"environment variable {name}"
+        if key in json_settings:
+            try:
+                values[key] = json.loads(env[name])
+            except ValueError as exc:
+                raise ConfigError(f"{key} (from {sources[key]}): not valid JSON: {exc}") from None
+    return values, sources
 
 
 def check_store_dsn(dsn: str, source: str) -> None:
