@@ -186,11 +186,14 @@ def summary(out: dict[str, Any]) -> str:
     t = out["totals"]
     per = f"{t['tokens_per_answer']:,}" if t["tokens_per_answer"] is not None else "-"
     off = f"; mnemo off {t['off_answered']}/{t['questions']}" if t["baseline"] else ""
+    i = out["injection"]
     return (
         f"arena {out['host']} ({out['model']}): {t['answered']}/{t['questions']} answered by what was "
         f"injected (recall level {t['recall_ok']}/{t['questions']}), "
         f"{t['stale']}/{t['closed_checks']} closed values injected as current, "
-        f"{per} tokens injected per answered question, "
+        f"{per} tokens injected per answered question; {i['prompts_injected']}/{i['prompts']} prompts got "
+        f"memory (median {i['prompt_block_tokens']} tokens), {i['start_blocks']} session starts' blocks "
+        f"(median {i['start_block_tokens']}), {i['suppressed']} suppressed; "
         f"writer {t['model_s']:,.0f} s in {t['model_calls']} calls{off}"
     )
 

@@ -84,6 +84,17 @@ from tests.host_servers import ScriptedServer, Text, running
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 WAIT_S = 1800
+# What mnemo stats says of injection over the whole run: every session, played or asked.
+INJECTION_FIGURES = (
+    "sessions",
+    "prompts",
+    "prompts_injected",
+    "prompt_block_tokens",
+    "start_blocks",
+    "start_block_tokens",
+    "memories_injected",
+    "tokens_injected",
+)
 
 
 class Mnemo:
@@ -247,9 +258,13 @@ def run(args: argparse.Namespace, scenarios: Sequence[dict[str, Any]], root: Pat
             stale += found
             per_scenario.append(scenario_row(scenario["name"], rows, asked, found, verdicts, after))
             progress(args, f"  = {json.dumps(per_scenario[-1], ensure_ascii=False)}")  # read if a run is cut
+        stats = mnemo.json("stats", "--days", "2")
+    injection = {k: stats[k] for k in INJECTION_FIGURES} | {"suppressed": len(stats["suppressed"])}
     return {
         "host": args.host,
         "model": args.model,
+        "settings": args.setting,
+        "injection": injection,
         "sessions": sessions,
         "questions": questions,
         "stale": stale,
@@ -297,6 +312,13 @@ def writer_config(args: argparse.Namespace) -> str:
         model |= {"llm_host_command": args.host_command, "llm_calls_per_minute": 0, "llm_daily_call_cap": 0}
     fixed = {"embedder": args.embedder, "llm_timeout_s": 600, "llm_daily_token_cap": 0}
     lines = [f"{k} = {json.dumps(v)}" for k, v in {**model, **fixed, "distill_idle_s": 86400}.items()]
+    for setting in args.setting:  # KEY=VALUE: a number or true/false as such, anything else a string
+        key, _, value = setting.partition("=")
+        try:
+            json.loads(value)
+            lines.append(f"{key} = {value}")
+        except ValueError:
+            lines.append(f"{key} = {json.dumps(value)}")
     return "\n".join(lines) + "\n"
 
 
@@ -334,6 +356,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--baseline-only", action="store_true", help="only the mnemo-off row: no writer, no sessions played"
     )
     parser.add_argument("--keep", action="store_true", help="keep the arena's directory (printed)")
+    parser.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a mnemo setting for the arena's daemon (repeatable), e.g. prompt_floor=0 start_memories=all",
+    )
     parser.add_argument(
         "--json", action="store_true", help="one JSON object on stdout, then the summary line"
     )

@@ -110,6 +110,12 @@ def test_the_arena_plays_a_scenario_through_the_host_and_scores_what_was_injecte
         assert (scenario["stale"], scenario["closed_checks"]) == (1, 2), scenario
         assert summary.startswith(f"arena {host} (scripted-1): 1/1 answered by what was injected"), summary
         assert "1/2 closed values injected as current" in summary, summary
+        # What injection cost the run, as mnemo stats counts it: the played session's two prompts
+        # and the question's; the question session's start gave it its memories.
+        injection = out["injection"]
+        assert injection["prompts"] == 3 and injection["sessions"] == 2, injection
+        assert injection["start_blocks"] >= 1 and injection["start_block_tokens"] > 0, injection
+        assert f"{injection['prompts_injected']}/3 prompts got memory" in summary, summary
         # The hooks recorded the session as played: two prompts, the real shell's output, the answers.
         user_env = {**env, "HOME": str(kept / "home")}
         shown = subprocess.run(
