@@ -1,6 +1,6 @@
 """Where settings come from, beside the Settings model (:mod:`mnemo.config`): the TOML file, the
-environment, the store DSN's check and the checks of settings that go together, the default person, and a DSN made
-safe to show."""
+environment, the store DSN's check and the checks of settings that go together, the default
+person, and a DSN made safe to show."""
 
 from __future__ import annotations
 

@@ -156,7 +156,9 @@ def test_a_commit_that_changes_a_memorys_file_flags_it_ranks_it_behind_and_marks
 ) -> None:
     configured, ids = coded
     configured.mnemo("daemon", "stop")
-    home = configured.with_env(MNEMO_LLM_URL="")  # no model: flagged only, never re-judged
+    # No model: flagged only, never re-judged. Every memory at the session's start: its mark is
+    # the point, not which memories a start is given.
+    home = configured.with_env(MNEMO_LLM_URL="", MNEMO_START_MEMORIES="all")
     ns = workspace_namespace(str(repo))
     lb = _memory(home, ids["lb"], "gateway timeout lb.tf", ns)["memory"]
     head = run_git(repo, "rev-parse", "HEAD").strip()

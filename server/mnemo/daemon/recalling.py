@@ -23,7 +23,7 @@ from mnemo.daemon.code_checks import CHECK_DEADLINE_S, CodeChecks
 from mnemo.daemon.indexing import Indexing
 from mnemo.daemon.recording import Recording
 from mnemo.daemon.storecalls import StoreCalls
-from mnemo.distill.newest import earlier_note, newest_first
+from mnemo.distill.newest import LED_AT_MOST, earlier_note, newest_first
 from mnemo.errors import NotFoundError
 from mnemo.index.documents import Question, Ranked
 from mnemo.memories import Memory
@@ -126,8 +126,9 @@ class Recall:
         """Current memories in ``namespaces`` that answer ``text``, best first (a possibly stale
         one weighed down as recall weighs it): what the hooks inject. A closed memory the text
         finds stands for the current one that closed it, never for itself. With ``floor``, only
-        those scoring at least that share of the best one's score. Empty while the start-up
-        index is being built (a hook does not wait for it)."""
+        those scoring at least that share of the best one's score, and the newest value of any
+        of them (:mod:`mnemo.distill.newest`). Empty while the start-up index is being built (a
+        hook does not wait for it)."""
         if not self._index.is_built:
             return []
         engine = self._index.engine
@@ -150,7 +151,11 @@ class Recall:
                 scored.append((memory, f.score))
         kept = self.code.weighed(scored, lambda s: s[0].id, lambda s: s[1])
         best = max((score for _, score in kept), default=0.0)
-        return [m for m, score in kept if score >= floor * best]
+        passing = {m.id for m, score in kept if score >= floor * best}
+        if len(passing) < len(kept):  # the newest value of a thing goes with any earlier one kept
+            _, newest = newest_first([m for m, _ in kept][:LED_AT_MOST])
+            passing |= {newest[i].id for i in list(passing) if i in newest}
+        return [m for m, _ in kept if m.id in passing]
 
     async def recall_episodes(self, request: RecallEpisodeRequest) -> EpisodesResult:
         await self._recording.journal_flushed()
