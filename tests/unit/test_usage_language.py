@@ -52,7 +52,7 @@ def test_a_language_memory_is_used_by_an_answer_in_it_and_not_by_one_in_another(
         "why does the build fail?", "The build fails because the variable is not set in the file."
     )
     assert signal.score(memory, french) == 1.0
-    assert signal.score(memory, english) == 0.0
+    assert signal.score(memory, english) == signal.AGAINST  # not used, nor a reason to stop injecting it
 
 
 def test_a_conversation_in_a_language_is_asked_for() -> None:
@@ -81,4 +81,4 @@ def test_explain_dont_edit_is_used_by_a_turn_without_edits_and_not_by_one_with_t
     edit = act_of("Edit", {"file_path": "app.py", "old_string": "x", "new_string": "y"})
     edited = turn_of("how should I cache this?", "Done: added the cache.", [edit])
     assert signal.score(memory, explained) == 1.0
-    assert signal.score(memory, edited) == 0.0
+    assert signal.score(memory, edited) == signal.AGAINST

@@ -22,7 +22,8 @@ identifiers, names and terms — while an unused one, even on the same subject, 
 
 The score is in [0, 1]; the usage audit (:mod:`mnemo.usage.audit`) turns it into a verdict with
 ``USED_AT`` and ``UNUSED_BELOW``. The weights and thresholds were fitted on real sessions and scored
-once on data written by someone who saw neither (docs/benchmarks.md, "Used or not, without a model").
+once on sets labelled or written by helpers who saw neither (docs/benchmarks.md, "Used or not,
+without a model").
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ from mnemo.usage.manner import asks_no_edits
 
 USED_AT = 0.2  # a score at or above: used
 UNUSED_BELOW = 0.05  # below: clearly unused (between: unclear)
+# A turn that went against a memory read by its kind (another language, an edit): not a use, and
+# not a reason to stop injecting it either — between the two thresholds, unclear.
+AGAINST = (USED_AT + UNUSED_BELOW) / 2
 MARK_WEIGHT = 3.0
 WORD_WEIGHT = 1.0
 IN_PROMPT = 0.35  # a term the prompt already held weighs this share
@@ -132,15 +136,15 @@ def memory_terms(text: str) -> Terms:
 
 def score(memory_text: str, turn: TurnActs) -> float:
     """Whether the turn acted on the memory, in [0, 1]: for a memory that asks for a language, 1
-    when the answer is in it and 0 when it is in another; for one that asks the agent to explain
-    rather than edit, 1 when the turn edited no file and 0 when it did; otherwise
-    :func:`content_score`."""
+    when the answer is in it and ``AGAINST`` when it is in another; for one that asks the agent to
+    explain rather than edit, 1 when the turn edited no file and ``AGAINST`` when it did;
+    otherwise :func:`content_score`."""
     asked = asked_language(memory_text)
     spoken = written_in(turn.answer) if asked is not None else None
     if spoken is not None:
-        return 1.0 if spoken == asked else 0.0
+        return 1.0 if spoken == asked else AGAINST
     if asks_no_edits(memory_text):
-        return 0.0 if turn.edited else 1.0
+        return AGAINST if turn.edited else 1.0
     return content_score(memory_text, turn)
 
 
