@@ -157,11 +157,12 @@ def main() -> None:
     for path in args.files:
         lines = [json.loads(text) for text in path.read_text().splitlines() if text.strip()]
         cases += written_cases(lines) if "prompt" in lines[0] else real_cases(lines, args.dir)
+    scores = [score(text, acts) for _, acts, text in cases]
     if args.dump:
         with args.dump.open("w") as out:
-            for line, acts, text in cases:
-                out.write(json.dumps({**line, "score": score(text, acts)}, ensure_ascii=False) + "\n")
-    tables = {"signal": report(cases, args.thresholds)}
+            for (line, _, _), value in zip(cases, scores, strict=True):
+                out.write(json.dumps({**line, "score": value}, ensure_ascii=False) + "\n")
+    tables = {"signal": report(cases, args.thresholds, scores)}
     if args.llm_url:
         if args.sample:
             cases = cases[:: max(1, len(cases) // args.sample)]
