@@ -3,7 +3,8 @@ a scenario session with two prompts and a tool turn is played through Claude Cod
 mnemo's plugin; the hooks record it as the exchanges say; the daemon distils it; the question,
 asked in a new session, finds the memory in what the hooks injected, recall agrees, mnemo off
 does not have it, the usage audit has the oracle reader's citation, and the memory the scenario
-says is closed (the writer leaves it current) counts as a stale value injected. What the figures
+says is closed (the writer leaves it current) counts as a stale value injected; tools/arena_replay.py
+asks the question again on a copy of the kept store. What the figures
 are with a real model is in docs/benchmarks.md; this shows the arena plays and counts right.
 
 The hosts come from ``MNEMO_TEST_HOSTS_DIR`` as in tests/e2e/test_hosts.py."""
@@ -24,6 +25,7 @@ from tests.helpers import BIN, REPO, yes_with
 from tests.llm_server import LLMServer
 
 TOOL = REPO / "tools" / "eval_arena.py"
+REPLAY = REPO / "tools" / "arena_replay.py"
 DECISION = "From now on we deploy the shop on Tuesdays, and its releases stay frozen on Fridays."
 SCENARIO = {
     "scenarios": [
@@ -134,7 +136,34 @@ def test_the_arena_plays_a_scenario_through_the_host_and_scores_what_was_injecte
         assert done.returncode == 0, done.stderr[-3000:]
         last = done.stdout.strip().splitlines()[-1]
         assert last.startswith(f"arena {host}, mnemo off: 0/1 questions carry their answer's words"), last
+        # The question again, two rounds on a copy of the kept store, the policy before issue 60:
+        # answered both times, nothing distilled from the rounds, the kept store as the run left it.
+        memories = _memories(user_env)
+        replay = [sys.executable, str(REPLAY), str(kept), "--host", host, "--scenarios", str(scenarios),
+                  "--hosts-dir", str(HOSTS), "--rounds", "2", "--json",
+                  "--setting", "start_memories=all"]  # fmt: skip
+        done = subprocess.run(replay, capture_output=True, text=True, timeout=600, check=False, env=env)
+        assert done.returncode == 0, done.stderr[-3000:]
+        *_, line, summary = done.stdout.strip().splitlines()
+        again = json.loads(line)
+        assert [r["answered"] for r in again["rounds"]] == [1, 1] and again["lost"] == [], again["rounds"]
+        assert all(r["tokens"] > 0 and r["verdicts"]["used"] == 1 for r in again["rounds"]), again["rounds"]
+        assert summary.startswith(f"arena replay {host} (start_memories=all), 2 rounds: answered 1/1 -> 1/1")
+        assert _memories(user_env) == memories
     finally:
         stop = [str(BIN / "mnemo"), "daemon", "stop"]
         subprocess.run(stop, env={**env, "HOME": str(kept / "home")}, check=False, capture_output=True)
         subprocess.run(["rm", "-rf", str(kept)], check=False)
+
+
+def _memories(env: dict[str, str]) -> list[str]:
+    """The kept user's memories, as mnemo export gives them (one JSON line each)."""
+    out = subprocess.run(
+        [str(BIN / "mnemo"), "export", "-", "--quiet"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return sorted(out.stdout.splitlines())
