@@ -30,7 +30,7 @@ FOUND = [
 
 def test_what_the_workspace_used_comes_first_then_only_a_few_others() -> None:
     uses_here = {FOUND[6].id: 1, FOUND[4].id: 3}
-    order = start_order(FOUND, uses_here=uses_here, uses={}, flagged=lambda _: False, policy="used")
+    order = start_order(FOUND, uses=uses_here, flagged=lambda _: False, policy="used")
     assert [m.id for m in order[:2]] == [FOUND[4].id, FOUND[6].id], "most used here first"
     others = order[2:]
     assert len(others) == UNPROVEN, "then only a few never used here"
@@ -38,19 +38,29 @@ def test_what_the_workspace_used_comes_first_then_only_a_few_others() -> None:
 
 
 def test_a_new_workspace_still_gets_a_few() -> None:
-    order = start_order(FOUND, uses_here={}, uses={}, flagged=lambda _: False, policy="used")
+    order = start_order(FOUND, uses={}, flagged=lambda _: False, policy="used")
     assert len(order) == UNPROVEN
 
 
 def test_a_possibly_stale_memory_goes_behind_its_rank() -> None:
     uses_here = {FOUND[0].id: 2, FOUND[4].id: 2}
     flagged = {FOUND[0].id}
-    order = start_order(FOUND, uses_here=uses_here, uses={}, flagged=flagged.__contains__, policy="used")
+    order = start_order(FOUND, uses=uses_here, flagged=flagged.__contains__, policy="used")
     assert [m.id for m in order[:2]] == [FOUND[4].id, FOUND[0].id]
 
 
 def test_all_offers_every_memory_by_the_persons_use() -> None:
-    order = start_order(FOUND, uses_here={}, uses={FOUND[5].id: 4}, flagged=lambda _: False, policy="all")
+    order = start_order(FOUND, uses={FOUND[5].id: 4}, flagged=lambda _: False, policy="all")
     assert len(order) == len(FOUND)
     assert order[0].id == FOUND[5].id
     assert order[1].type is MemoryType.DECISION
+
+
+def test_a_suppressed_memory_leaves_its_place_to_another_not_yet_used() -> None:
+    first = start_order(FOUND, uses={}, flagged=lambda _: False, policy="used")
+    hidden = {first[0].id}
+    then = start_order(FOUND, uses={}, flagged=lambda _: False, policy="used", suppressed=hidden)
+    assert len(then) == UNPROVEN and first[0] not in then
+    assert [m.id for m in then[: UNPROVEN - 1]] == [m.id for m in first[1:]]
+    every = start_order(FOUND, uses={}, flagged=lambda _: False, policy="all", suppressed=hidden)
+    assert len(every) == len(FOUND) - 1 and first[0] not in every

@@ -28,7 +28,7 @@ import json
 import logging
 import socket
 from collections.abc import Callable, Mapping
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,7 @@ from mnemo.daemon.hook_ledger import AuditJob, HookLedger
 from mnemo.daemon.keeping import KeepSets
 from mnemo.daemon.recalling import Recall
 from mnemo.daemon.recording import Recording
+from mnemo.daemon.starting import start_candidates
 from mnemo.daemon.storecalls import StoreCalls
 from mnemo.distill.newest import newest_led
 from mnemo.episodes import EpisodeIn, Role, clip_text
@@ -55,7 +56,6 @@ from mnemo.paths import SPOOL_NAME
 from mnemo.private import remove_private
 from mnemo.store.usage import InjectionRow, SessionRow
 from mnemo.typed import typed
-from mnemo.usage import start
 from mnemo.usage.audit import signal_text
 from mnemo.usage.budget import BLOCK_TOKENS, SESSION_TOKENS, estimate_tokens, pack
 from mnemo.usage.sessions import SessionBook, SessionState
@@ -68,7 +68,6 @@ EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "PreCompact
 MAX_SESSION_CHARS = 500  # as an episode's session
 MAX_PATH_CHARS = 4_096  # cwd and transcript_path, as an episode's cwd
 CANDIDATES = 24  # memories ranked per injection, before the session's filters
-START_CANDIDATES = 300
 SPOOL_POLL_S = 5.0
 # A live event waits at most this long for the events spooled before the daemon was up.
 SPOOL_FIRST_WAIT_S = 0.5  # well under the hooks' own deadlines (0.8–3 s)
@@ -229,17 +228,10 @@ class HookEvents:
     async def _start(self, state: SessionState, payload: Mapping[str, Any]) -> str:
         if payload.get("source") in ("clear", "compact"):
             state.injected.clear()  # the context that held them is gone
-        namespaces = [state.workspace, state.person]
-        found = await self._calls(self.store.active_memories, namespaces, START_CANDIDATES)
-        uses = await self._calls(self.store.use_counts, state.person)
-        since = self._clock() - timedelta(days=start.USED_DAYS)
-        uses_here = await self._calls(self.store.uses_in, state.person, state.workspace, since)
-        # The session's checkout against the memories' anchors: a possibly stale memory is marked,
-        # and goes behind the others of its rank (as used, of its type) — no question to weigh it by.
-        await self._recall.code.check(state.row.cwd if state.row else _cwd(payload), found)
-        flag = self._recall.code.flag
-        policy, flagged = self._settings.start_memories, lambda m: flag(m) is not None
-        found = start.start_order(found, uses_here=uses_here, uses=uses, flagged=flagged, policy=policy)
+        found = await start_candidates(
+            self._calls, self.ledger, self._recall, self._settings, person=state.person,
+            workspace=state.workspace, cwd=state.row.cwd if state.row else _cwd(payload), now=self._clock(),
+        )  # fmt: skip
         # The curated sets come first, whole: their own hard budgets bound them (mnemo.keep).
         kept = await self._keep.sets(state.workspace)
         kept_text = render_injection(kept.project.entries if kept.project else [], kept.user.entries)

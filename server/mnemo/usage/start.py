@@ -11,7 +11,7 @@ have moved on goes behind the others of its rank.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Literal
 
 from mnemo.memories import Memory
@@ -29,18 +29,20 @@ Policy = Literal["used", "all"]
 def start_order(
     found: list[Memory],
     *,
-    uses_here: Mapping[str, int],
     uses: Mapping[str, int],
     flagged: Callable[[str], bool],
     policy: Policy,
+    suppressed: Collection[str] = (),
 ) -> list[Memory]:
     """Of ``found`` (current memories of the workspace and the person), what the start's block
-    offers, best first; the budget takes what fits."""
-    ordered = sorted(found, key=lambda m: m.updated_at, reverse=True)
+    offers, best first; the budget takes what fits. ``uses`` are what the policy ranks by: the
+    workspace's uses in the last ``USED_DAYS`` days (``used``), the person's anywhere (``all``).
+    What is ``suppressed`` here is left out before the others are chosen, so that another memory
+    not yet used takes its place."""
+    ordered = sorted((m for m in found if m.id not in suppressed), key=lambda m: m.updated_at, reverse=True)
+    ordered.sort(key=lambda m: (-uses.get(m.id, 0), START_ORDER.get(m.type, 9), flagged(m.id)))
     if policy == "all":
-        ordered.sort(key=lambda m: (-uses.get(m.id, 0), START_ORDER.get(m.type, 9), flagged(m.id)))
         return ordered
-    ordered.sort(key=lambda m: (-uses_here.get(m.id, 0), START_ORDER.get(m.type, 9), flagged(m.id)))
-    proven = [m for m in ordered if uses_here.get(m.id, 0)]
-    unproven = [m for m in ordered if not uses_here.get(m.id, 0)]
+    proven = [m for m in ordered if uses.get(m.id, 0)]
+    unproven = [m for m in ordered if not uses.get(m.id, 0)]
     return proven + unproven[:UNPROVEN]
