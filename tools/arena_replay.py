@@ -4,15 +4,17 @@ the writer's variance between runs.
 
     python tools/arena_replay.py /tmp/arena-XXXX --host codex \\
         --scenarios tests/data/writer_scenarios_blind.json --rounds 4 \\
-        [--setting prompt_floor=0 --setting start_memories=all]     # the policy before issue 60
+        [--setting prompt_floor=0 --setting start_memories=all --setting suppress_unused=false]
 
-Each replay copies the kept user's mnemo directories (settings and store) into a fresh user of
-its own under the arena's directory, so the kept store stays as the run left it and every replay
-starts from the same memories; the host given is installed there (a store recorded through
-Claude Code can be asked through Codex: the memories are the workspaces', not the host's). The
-daemon runs with ``writer = "never"``: question sessions are not distilled, so the memories stay
-the same from round to round, and only the usage audit (no model: ``usage_audit = "signal"``, the
-default) and what it suppresses change what is injected. Each round asks every question of the
+The three settings in brackets are the injection before the usage signal: every related memory
+at a prompt, every memory that fits at a start, nothing suppressed. Each replay copies the kept
+user's mnemo directories (settings and store) into a fresh user of its own under the arena's
+directory, so the kept store stays as the run left it and every replay starts from the same
+memories; the host given is installed there (a store recorded through Claude Code can be asked
+through Codex: the memories are the workspaces', not the host's). The daemon runs with
+``writer = "never"``: question sessions are not distilled, so the memories stay the same from
+round to round, and only the usage audit (no model: ``usage_audit = "signal"``, the default) and
+what it suppresses change what is injected. Each round asks every question of the
 scenarios the arena played, as a new session in the scenario's project, through the oracle reader
 (tools/arena_score.py), and then waits until every injected memory has its verdict.
 

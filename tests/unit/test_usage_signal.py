@@ -184,5 +184,23 @@ async def test_unused_in_one_workspace_it_stops_there_only_until_asked_for_or_br
         assert (await daemon.ledger.stats(7)).suppressed == []
 
 
+async def test_with_suppression_off_what_is_never_used_is_still_injected_and_listed(home: Home) -> None:
+    clock = Clock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
+    question = "is the staging database ready for the migration?"
+    async with Daemon(home.with_env(MNEMO_SUPPRESS_UNUSED="false").settings, clock=clock) as daemon:
+        await daemon.index.built()
+        staging = await daemon.remembering.remember(
+            RememberRequest(content=STAGING, type=MemoryType.FACT, namespace="workspace:/srv/app")
+        )
+        for n in range(6):
+            clock.now += timedelta(hours=1)
+            await _turn(daemon, f"a-{n}", "/srv/app", question, "I fixed a typo in the README.")
+        await _audited(daemon, 6)
+        clock.now += timedelta(minutes=2)
+        assert staging.id in await _turn(daemon, "a-6", "/srv/app", question, "done"), "still injected"
+        [listed] = (await daemon.ledger.stats(7)).suppressed
+        assert (listed.memory, listed.workspace) == (staging.id, "workspace:/srv/app")
+
+
 def test_a_prompt_on_the_memorys_subject_does_not_ask_for_it() -> None:
     assert not asked_for(STAGING, "is the staging database ready for the migration?")

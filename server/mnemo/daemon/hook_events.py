@@ -330,7 +330,7 @@ class HookEvents:
         budget = min(BLOCK_TOKENS, SESSION_TOKENS - state.tokens)
         if budget <= 0 or not ranked:
             return _context(event, before)
-        suppressed = await self.ledger.suppressed_for(state.person, state.workspace)
+        suppressed = await self.ledger.left_out(state.person, state.workspace)
         if suppressed and asked:  # a prompt that asks for a suppressed memory gets it
             suppressed = {m.id for m in ranked if m.id in suppressed and not asked_for(signal_text(m), asked)}
         # Sources the session has not seen yet: a memory noted in it (remember) or distilled from it.

@@ -138,6 +138,11 @@ class HookLedger:
             cached = self._suppressed[person] = (now, found)
         return {s.memory for s in cached[1] if workspace is None or s.workspace == workspace}
 
+    async def left_out(self, person: str, workspace: str) -> set[str]:
+        """What the hooks do not inject in ``workspace``: what is suppressed there, unless the
+        settings turn suppression off (``suppress_unused = false``)."""
+        return await self.suppressed_for(person, workspace) if self._settings.suppress_unused else set()
+
     async def suppressed_in(self, memory: str, person: str) -> list[str]:
         """The workspaces where ``memory`` is suppressed for ``person`` now."""
         await self.suppressed_for(person)  # reads the store when the cached list is old

@@ -36,7 +36,7 @@ async def start_candidates(
         uses = await calls(store.use_counts, person)
     else:
         uses = await calls(store.uses_in, person, workspace, now - timedelta(days=start.USED_DAYS))
-    hidden = await ledger.suppressed_for(person, workspace)
+    hidden = await ledger.left_out(person, workspace)
     # The checkout against the memories' anchors: a possibly stale memory is marked, and goes
     # behind the others of its rank — no question to weigh it by.
     await recall.code.check(cwd, found)
