@@ -44,6 +44,8 @@ from mnemo.typed import is_host_message, is_template, shell_run, typed
 
 TASK_NOTIFICATION = "<task-notification>"
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._:\-/]")
+_SESSION_META = re.compile(rb'"type"\s*:\s*"session_meta"')
+_FIRST_LINE_BYTES = 4_000_000
 
 
 @dataclass
@@ -145,11 +147,29 @@ def default_root(client: str) -> Path:
 
 
 def find(client: str, path: Path) -> list[Path]:
-    """The transcript files at ``path`` (a file, or a directory searched recursively), oldest first."""
+    """The transcript files at ``path`` (a file, or a directory searched recursively), oldest first.
+    Codex's are told by their first line, not their name: an export may have renamed them."""
     if path.is_file():
         return [path]
-    pattern = "*.jsonl" if client == "claude-code" else "rollout-*.jsonl"
-    return sorted(path.rglob(pattern), key=lambda p: (p.stat().st_mtime, str(p)))
+    found = [p for p in path.rglob("*.jsonl") if client == "claude-code" or is_codex_rollout(p)]
+    return sorted(found, key=lambda p: (p.stat().st_mtime, str(p)))
+
+
+def is_codex_rollout(path: Path) -> bool:
+    """Whether a file starts as a Codex rollout: a ``session_meta`` line, or 2025's first shape
+    (``{id, timestamp, instructions}``)."""
+    try:
+        with path.open("rb") as f:
+            first = f.readline(_FIRST_LINE_BYTES)
+    except OSError:
+        return False
+    if first.startswith(b"{") and _SESSION_META.search(first[:300]):  # the line may be long: its head tells
+        return True
+    try:
+        item = read_json(first, cut_deeper=True)
+    except ValueError:
+        return False
+    return isinstance(item, dict) and {"id", "timestamp", "instructions"} <= item.keys()
 
 
 def read(client: str, path: Path) -> Transcript:

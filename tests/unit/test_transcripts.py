@@ -215,3 +215,20 @@ def test_the_prompt_codex_writes_for_init_is_a_command_run_not_the_persons_words
     assert typed(init) == "" and is_template(init)  # a turn the person ran, with no words of theirs
     asked = "Generate a file named AGENTS.md for the API folder, in Spanish"
     assert typed(asked) == asked and not is_template(asked)  # typed by the person
+
+
+def test_codex_rollouts_are_found_by_their_first_line_whatever_their_name(tmp_path: Path) -> None:
+    meta = {"timestamp": "2026-03-02T09:00:00.000Z", "type": "session_meta",
+            "payload": {"id": "t-1", "cwd": "/srv/app", "instructions": "x" * 200_000}}  # fmt: skip
+    (tmp_path / "export" / "2025").mkdir(parents=True)
+    renamed = _write(tmp_path / "export" / "t-1.jsonl", [meta])
+    old = _write(tmp_path / "export" / "2025" / "first.jsonl", [
+        {"id": "t-0", "timestamp": "2025-09-24T00:55:32.770Z", "instructions": None},
+    ])  # fmt: skip
+    named = _write(tmp_path / "rollout-2026-03-02T09-00-00-t-2.jsonl", [{**meta, "payload": {"id": "t-2"}}])
+    _write(tmp_path / "export" / "claude.jsonl", [{"type": "user", "sessionId": "s-1", "message": {}}])
+    (tmp_path / "export" / "cut.jsonl").write_text("{not json\n")
+    (tmp_path / "export" / "empty.jsonl").write_text("")
+    assert set(transcripts.find("codex", tmp_path)) == {renamed, old, named}
+    assert transcripts.read("codex", renamed).session == "t-1"
+    assert len(transcripts.find("claude-code", tmp_path)) == 6
