@@ -4,19 +4,23 @@ The id is the ``origin`` remote (else the first remote) without scheme, credenti
 (``git@github.com:org/repo.git`` and ``https://x@github.com/org/repo`` are both
 ``github.com/org/repo``), so clones of one repository share their memories; a repository without a
 remote is its root directory; a directory outside any repository is itself. Read from the files
-(no ``git`` process), so that a hook stays fast.
+(no ``git`` process), so that a hook stays fast. A Windows path read on another system (a
+transcript recorded there: ``E:\\work\\app``) is its own id, with forward slashes (``E:/work/app``):
+no checkout here to read, and never the directory this process happens to run in.
 """
 
 from __future__ import annotations
 
 import configparser
 import hashlib
+import os
 import re
 from functools import lru_cache
 from pathlib import Path
 
 MAX_ID_CHARS = 120
 _SCP_LIKE = re.compile(r"^(?:[^@/\s]+@)?([^:/\s]+):(?!//)(.+)$")
+_WINDOWS_PATH = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\[^\\])")  # E:\ or E:/, or \\server\share
 
 
 def workspace_namespace(cwd: str) -> str:
@@ -26,6 +30,11 @@ def workspace_namespace(cwd: str) -> str:
 
 @lru_cache(maxsize=256)
 def workspace_id(cwd: str) -> str:
+    if os.name != "nt" and _WINDOWS_PATH.match(cwd):  # recorded on Windows: no checkout here to read
+        path = cwd.replace("\\", "/")
+        return path[0].upper() + path[1:] if path[1:2] == ":" else path
+    if not cwd.startswith(("/", "~")):  # relative: of no directory this process could tell
+        return cwd
     try:
         start = Path(cwd).expanduser()
         root = repo_root(start)
