@@ -71,3 +71,8 @@ def test_the_team_compose_file_uses_only_real_settings_and_commands() -> None:
     for command in commands:
         words = [w for w in command.split() if not w.startswith("$")]
         parser.parse_args(words)  # exits (SystemExit) on a command mnemo does not have
+
+
+def test_the_help_of_distill_names_both_kinds_of_writer() -> None:
+    text = " ".join(build_parser(list(GROUPS)).format_help().split())
+    assert "distill distil a session now (needs a writer: llm_url, or a host's CLI" in text, text

@@ -197,7 +197,9 @@ def build_parser(commands_in_order: list[str] | None = None) -> argparse.Argumen
     p = commands.add_parser("status", help="version, store, daemon and counts")
     p.add_argument("--json", action="store_true")
 
-    p = commands.add_parser("distill", help="distil a session now (needs llm_url and llm_model)")
+    p = commands.add_parser(
+        "distill", help="distil a session now (needs a writer: llm_url, or a host's CLI: mnemo writer use)"
+    )
     p.add_argument("session")
     p.add_argument("--json", action="store_true")
 
