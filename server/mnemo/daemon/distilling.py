@@ -137,6 +137,12 @@ class DistillLoop:
         """Sessions asked for and not yet distilled."""
         return len(self._requested)
 
+    def paused_until(self) -> datetime | None:
+        """Until when model work waits; None once that time has come (the pass after a pause
+        runs before the state is cleared, and may take minutes)."""
+        until = self.state.paused_until
+        return until if until is not None and until > utc_now() else None
+
     @property
     def is_busy(self) -> bool:
         return bool(self.state.running)

@@ -247,7 +247,8 @@ class Daemon:
                 judging=self._judging(),
             ),
             distillation=DistillStatus(
-                **dataclasses.asdict(self.distilling.state),
+                **dataclasses.asdict(self.distilling.state)
+                | {"paused_until": self.distilling.paused_until()},
                 asked=self.distilling.asked,
                 failed_batches=failed,
                 last_failure=last_failure,
