@@ -196,7 +196,9 @@ class Daemon:
         counts = await self.calls(self.store.counts)
         spend = await self.calls(self.meter.today)
         failed, last_failure = (
-            await self.calls(self.store.failed_summary) if self.distilling.state.enabled else (0, "")
+            await self.calls(self.store.failed_summary, self.started_at)  # an earlier daemon's are in its log
+            if self.distilling.state.enabled
+            else (0, "")
         )
         lease = await self.calls(self.distilling.lease_state)
         context, speed = await anyio.to_thread.run_sync(self.distilling.limits_shown)  # may ask the server

@@ -103,14 +103,15 @@ class DistillTables(Tables):
     def failed_batches(self, limit: int = 20) -> list[Batch]:
         return self._batches("status = 'failed'", {}, "updated_at DESC", limit)
 
-    def failed_summary(self) -> tuple[int, str]:
-        """How many batches failed, and the newest one's error."""
+    def failed_summary(self, since: datetime) -> tuple[int, str]:
+        """How many batches failed since ``since``, and the newest one's error."""
         sql = (
             "SELECT count(), argMax(error, updated_at) FROM "
-            f"{self._db.final('distill_batches')} WHERE status = 'failed'"
+            f"{self._db.final('distill_batches')} WHERE status = 'failed' "
+            "AND updated_at >= {since:DateTime64(3, 'UTC')}"
         )
         with self._db.translated("counting failed batches"):
-            count, latest = self._db.query(sql).result_rows[0]
+            count, latest = self._db.query(sql, parameters={"since": as_stored(since)}).result_rows[0]
         return int(count), str(latest)
 
     def session_cursor(self, session: str) -> tuple[datetime, str] | None:
