@@ -22,7 +22,9 @@ class Mnemo:
     def __init__(self, env: dict[str, str]) -> None:
         self.env = env
 
-    def json(self, *args: str, cwd: Path | None = None) -> Any:
+    def json(self, *args: str, cwd: Path | None = None, refused: str = "") -> Any:
+        """``mnemo ARGS --json``'s answer; a failure raises, unless its answer holds ``refused``
+        as true (a refusal the caller expects)."""
         done = subprocess.run(
             [str(BIN / "mnemo"), *args, "--json"],
             env=self.env,
@@ -32,7 +34,7 @@ class Mnemo:
             timeout=120,
             check=False,
         )
-        if done.returncode != 0:
+        if done.returncode != 0 and not (refused and json.loads(done.stdout or "{}").get(refused)):
             raise RuntimeError(f"mnemo {args[0]} failed ({done.returncode}): {done.stderr[-1000:]}")
         return json.loads(done.stdout)
 
@@ -53,7 +55,7 @@ class Mnemo:
         took, and the model calls and tokens spent since ``before`` (a host's SessionEnd may have
         asked already; the usage audit of the session's turns is counted too)."""
         started = time.perf_counter()
-        self.json("distill", session)
+        self.json("distill", session, refused="distilled")  # SessionEnd's request may have done it
         after = self.settled()
         spent, was = after["language_model"], before["language_model"]
         return {

@@ -16,7 +16,7 @@ from mnemo.client.typed import DaemonClient
 from mnemo.episodes import EpisodeIn, Role
 from mnemo.errors import StoreLockedError
 from mnemo.store import ClickHouseStore, open_store
-from tests.helpers import Home, is_alive, wait_until
+from tests.helpers import SAME, Home, is_alive, wait_until
 from tests.llm_server import LLMServer
 
 YES = {"A": 0.9, "B": 0.1}
@@ -76,6 +76,41 @@ def test_an_idle_session_is_distilled_and_judged_by_the_daemon(home: Home, llm_s
     assert "distilled  1 batches, 1 memories added since start" in configured.mnemo("status").stdout
     [entry] = json.loads(configured.mnemo("judge-log", "--json").stdout)["entries"]
     assert entry["detail"]["about_new"]["useful"]["probabilities"]["yes"] == pytest.approx(0.9, abs=0.01)
+
+
+def test_a_distilled_session_is_not_queued_again_but_read_anew_when_asked(
+    home: Home, llm_server: LLMServer
+) -> None:
+    """`mnemo distill` on a session distilled up to its last episode says so (it used to say
+    "queued" and do nothing); `--again` reads it anew: the extraction is asked again, and what it
+    says again merges into the memory that says it — nothing added, nothing closed."""
+    llm_server.answer(contains="How does the NEW memory relate", choices=SAME)  # before _script's rule
+    _script(llm_server)
+    configured = _configured(home, llm_server, MNEMO_DISTILL_IDLE_S="3600")
+
+    async def run() -> int:
+        async with DaemonClient(configured.settings) as client:
+            nobody = await client.distil("nobody")
+            assert not nobody.queued and "no episode of session 'nobody'" in nobody.reason
+            await client.append(EPISODES)
+            assert (await client.distil("s2")).queued
+            await _wait_for(client, lambda s: s.distillation.batches_done == 1 and not s.distillation.asked)
+            done = await client.distil("s2")
+            assert not done.queued and done.distilled and "--again" in done.reason, done
+            asked = len(llm_server.requests)
+            assert (await client.distil("s2", again=True)).queued
+            await _wait_for(client, lambda s: s.distillation.batches_done == 2 and not s.distillation.asked)
+            return asked
+
+    asked = anyio.run(run)
+    assert any("Transcript:\n[s2-0]" in p for p in llm_server.prompts()[asked:]), "the extraction, again"
+    refused = configured.mnemo("distill", "s2", check=False)
+    assert refused.returncode == 1 and "is distilled up to its last episode" in refused.stderr
+    first, again = reversed(json.loads(configured.mnemo("judge-log", "--json").stdout)["entries"])
+    assert first["action"] == "add" and again["action"] != "add" and first["batch"] != again["batch"], again
+    memories = json.loads(configured.mnemo("recall", "which day do we deploy?", "--json").stdout)["memories"]
+    tuesdays = [m["memory"] for m in memories if m["memory"]["what"] == TUESDAY["what"]]
+    assert [m["status"] for m in tuesdays] == ["active"], tuesdays
 
 
 def test_a_daemon_killed_mid_distillation_redoes_the_batch_exactly_once(

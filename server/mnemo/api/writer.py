@@ -12,6 +12,11 @@ class DistillRequest(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     session: Annotated[str, Field(min_length=1, max_length=500)]
+    again: bool = Field(
+        default=False,
+        description="Read the session anew from its first episode, as new batches (a better model's "
+        "reading): what they say again merges, only what they replace is closed.",
+    )
 
 
 class DistillQueued(BaseModel):
@@ -19,6 +24,9 @@ class DistillQueued(BaseModel):
 
     queued: bool
     reason: str = ""
+    distilled: bool = Field(
+        default=False, description="Not queued because the session is distilled up to its last episode."
+    )
 
 
 class JudgeLogEntry(BaseModel):

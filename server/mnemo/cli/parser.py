@@ -201,6 +201,11 @@ def build_parser(commands_in_order: list[str] | None = None) -> argparse.Argumen
         "distill", help="distil a session now (needs a writer: llm_url, or a host's CLI: mnemo writer use)"
     )
     p.add_argument("session")
+    p.add_argument(
+        "--again",
+        action="store_true",
+        help="read it anew from its first episode (after a change of model): what it says again merges",
+    )
     p.add_argument("--json", action="store_true")
 
     p = commands.add_parser("judge-log", help="the judge's decisions, newest first")

@@ -13,11 +13,12 @@ from mnemo.errors import InputError
 
 
 def cmd_distill(args: argparse.Namespace, context: Context) -> int:
-    queued = context.client.call("POST", "/v1/distill", {"session": args.session})
+    queued = context.client.call("POST", "/v1/distill", {"session": args.session, "again": args.again})
     if args.json:
         dump(queued)
     elif queued["queued"]:
-        write(f"session {args.session} queued for distillation; `mnemo status` shows progress")
+        anew = " anew, from its first episode" if args.again else ""
+        write(f"session {args.session} queued for distillation{anew}; `mnemo status` shows progress")
     else:
         write(f"mnemo: error: {queued['reason']}", sys.stderr)
     return EXIT_OK if queued["queued"] else EXIT_ERROR

@@ -129,8 +129,8 @@ class DaemonClient:
     async def recall_episodes(self, request: RecallEpisodeRequest) -> EpisodesResult:
         return await self._request("POST", "/v1/episodes/query", request, EpisodesResult)
 
-    async def distil(self, session: str) -> DistillQueued:
-        body = validated(DistillRequest, {"session": session})
+    async def distil(self, session: str, *, again: bool = False) -> DistillQueued:
+        body = validated(DistillRequest, {"session": session, "again": again})
         return await self._request("POST", "/v1/distill", body, DistillQueued)
 
     async def kept(self, workspace: str | None) -> KeptSets:

@@ -10,7 +10,7 @@ Routes (all JSON, all under ``/v1``)::
     POST /v1/memories/forget           {"id": …, "reason": …} → Memory
     POST /v1/recall                    RecallRequest → RecallResult
     POST /v1/code/check                CodeCheckRequest → CodeCheckResult (memories whose code changed)
-    POST /v1/distill                   {"session": …} → {"queued": …, "reason": …}
+    POST /v1/distill                   {"session": …, "again"?} → {"queued": …, "reason": …, "distilled": …}
     GET  /v1/keep?workspace=           the curated sets: the workspace's and the person's
     POST /v1/keep                      KeepRequest → KeepResult (add, replace, remove)
     POST /v1/keep/import               KeepImportRequest → KeepResult (a project set from its file)
@@ -214,7 +214,7 @@ def build_app(
 
     async def distil(request: Request) -> Response:
         body = await parse(request, DistillRequest)
-        return answer(daemon.distil(body.session))
+        return answer(await daemon.distil_asked(body))
 
     async def kept(request: Request) -> Response:
         workspace = matching(request, "workspace", WORKSPACE_PATTERN, "workspace:<id>")

@@ -23,6 +23,7 @@ endpoint that fails backs it off (30 s, doubling up to 15 minutes). All show in 
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -100,6 +101,7 @@ class DistillLoop:
                     light_pass=settings.light_pass,
                 )
         self._requested: list[str] = []
+        self._again: set[str] = set()  # of those, the ones to read anew from their first episode
         self._wake = anyio.Event()
         # The writer's other judging, committed through its fence: imported candidates judged
         # against what mnemo knows (mnemo.distill.imported).
@@ -126,10 +128,13 @@ class DistillLoop:
         self._wake.set()
         return True
 
-    def request(self, session: str) -> None:
-        """Distil ``session`` now rather than after it has been idle."""
+    def request(self, session: str, *, again: bool = False) -> None:
+        """Distil ``session`` now rather than after it has been idle; ``again``: from its first
+        episode, as new batches (:meth:`Distiller.distil_session`)."""
         if session not in self._requested:
             self._requested.append(session)
+        if again:
+            self._again.add(session)
         self._wake.set()
 
     @property
@@ -199,13 +204,16 @@ class DistillLoop:
             await flushed()  # right before reading: a request may have come with its last episodes
             await self._refresh()  # judged against what the store holds, not what this index last saw
             self.state.running = session
+            again = session in self._again
+            work = functools.partial(distiller.distil_session, again=again)
             try:
-                done = await anyio.to_thread.run_sync(self._working, distiller.distil_session, session)
-                self._count(done)
+                self._count(await anyio.to_thread.run_sync(self._working, work, session))
             finally:
                 self.state.running = ""
             if session in self._requested:
                 self._requested.remove(session)
+            if again:
+                self._again.discard(session)
 
     async def _judge_imports(self) -> None:
         queued, self._import_queue = self._import_queue, []

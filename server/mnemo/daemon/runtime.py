@@ -25,7 +25,7 @@ import anyio.to_thread
 
 from mnemo import __version__
 from mnemo.api.status import DistillStatus, Health, ModelSpend, ModelStatus, Status, StoreFollow
-from mnemo.api.writer import DistillQueued, JudgeLog, JudgeLogEntry
+from mnemo.api.writer import DistillQueued, DistillRequest, JudgeLog, JudgeLogEntry
 from mnemo.clock import utc_now
 from mnemo.config import Settings
 from mnemo.config_sources import redact_dsn
@@ -289,6 +289,22 @@ class Daemon:
             )
             return DistillQueued(queued=False, reason=reason)
         self.distilling.request(session)
+        return DistillQueued(queued=True)
+
+    async def distil_asked(self, asked: DistillRequest) -> DistillQueued:
+        """POST /v1/distill: a session with nothing recorded, or (unless ``again``) nothing past its
+        last batch, is not queued, and the answer says why."""
+        session = asked.session
+        if not self.distilling.state.enabled:
+            return self.distil(session)
+        await self.recording.journal_flushed()  # the episodes its hooks just recorded
+        cursor = None if asked.again else await self.calls(self.store.session_cursor, session)
+        if not await self.calls(self.store.episodes_after, session, cursor, 1):
+            if cursor is None:
+                return DistillQueued(queued=False, reason=f"no episode of session {session!r} is recorded")
+            reason = f"session {session!r} is distilled up to its last episode; --again reads it anew"
+            return DistillQueued(queued=False, reason=reason, distilled=True)
+        self.distilling.request(session, again=asked.again)
         return DistillQueued(queued=True)
 
     async def judge_log(self, limit: int, session: str | None, memory: str | None = None) -> JudgeLog:

@@ -133,15 +133,21 @@ class Distiller:
         """Finish or redo the batches a stopped writer left started."""
         return [self._run(batch) for batch in self._store.started_batches()]
 
-    def distil_session(self, session: str) -> list[BatchResult]:
-        """Every batch of ``session`` past its cursor, until none is left."""
+    def distil_session(self, session: str, *, again: bool = False) -> list[BatchResult]:
+        """Every batch of ``session`` past its cursor, until none is left. ``again``: every batch
+        from its first episode, as new batches (a better model's reading of a session distilled
+        before): their memories are judged against what the store holds, so what they say again
+        merges and only what they replace is closed; the session's cursor stays where it was."""
         results = []
-        while (batch := self._next_batch(session)) is not None:
+        anew = f"again {self._clock().isoformat()}" if again else ""
+        after = None if again else self._store.session_cursor(session)
+        while (batch := self._next_batch(session, after, anew)) is not None:
             results.append(self._run(batch))
+            after = batch.end if again else self._store.session_cursor(session)
         return results
 
-    def _next_batch(self, session: str) -> Batch | None:
-        episodes = self._store.episodes_after(session, self._store.session_cursor(session), BATCH_EPISODES)
+    def _next_batch(self, session: str, after: tuple[datetime, str] | None, anew: str) -> Batch | None:
+        episodes = self._store.episodes_after(session, after, BATCH_EPISODES)
         chars, taken = 0, 0
         for episode in episodes:
             chars += len(episode.text)
@@ -151,7 +157,7 @@ class Distiller:
         if not taken:
             return None
         first, last = episodes[0], episodes[taken - 1]
-        key = f"{session}\0{first.id}\0{last.id}"
+        key = f"{session}\0{first.id}\0{last.id}" + (f"\0{anew}" if anew else "")
         batch = Batch(
             id="batch_" + hashlib.sha256(key.encode()).hexdigest()[:24],
             session=session,
