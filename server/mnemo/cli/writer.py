@@ -13,7 +13,8 @@ from mnemo.errors import InputError
 
 
 def cmd_distill(args: argparse.Namespace, context: Context) -> int:
-    queued = context.client.call("POST", "/v1/distill", {"session": args.session, "again": args.again})
+    body = {"session": args.session} | ({"again": True} if args.again else {})  # as an older daemon reads it
+    queued = context.client.call("POST", "/v1/distill", body)
     if args.json:
         dump(queued)
     elif queued["queued"]:
