@@ -265,10 +265,7 @@ class Settings(BaseModel):
         default="used",
         description="A session's start: what the workspace used and a few (used), or all that fit.",
     )
-    suppress_unused: bool = Field(
-        default=True,
-        description="Stop injecting in a workspace what its sessions clearly did not use 6 times.",
-    )
+    suppress_unused: bool = Field(default=True, description="Stop injecting what a workspace never uses.")
     usage_audit: Literal["signal", "model"] = Field(
         default="signal",
         description="Was a memory used: read from the turn (signal) or asked of llm_url (model).",
