@@ -157,7 +157,7 @@ def test_a_writer_stopped_mid_batch_redoes_it_once(
     engine = RecallEngine(load_embedder(settings))
     # Stopped after recording the batch as started, before any model call: redone at start.
     distiller = _distiller(settings, store, engine)
-    started = distiller._next_batch("s2")
+    started = distiller._next_batch("s2", store.session_cursor("s2"), "")
     assert started is not None and [b.id for b in store.started_batches()] == [started.id]
     [redone] = _distiller(settings, store, engine).recover()
     assert redone.batch.id == started.id and len(redone.added) == 1 and not redone.was_applied_before
