@@ -198,8 +198,10 @@ async def test_with_suppression_off_what_is_never_used_is_still_injected_and_lis
         await _audited(daemon, 6)
         clock.now += timedelta(minutes=2)
         assert staging.id in await _turn(daemon, "a-6", "/srv/app", question, "done"), "still injected"
-        [listed] = (await daemon.ledger.stats(7)).suppressed
+        stats = await daemon.ledger.stats(7)
+        [listed] = stats.suppressed
         assert (listed.memory, listed.workspace) == (staging.id, "workspace:/srv/app")
+        assert not stats.suppressing, "stats say what is listed is injected all the same"
 
 
 def test_a_prompt_on_the_memorys_subject_does_not_ask_for_it() -> None:

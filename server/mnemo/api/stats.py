@@ -68,6 +68,7 @@ class Stats(BaseModel):
     unused: int
     unclear: int
     suppressed: list[SuppressedMemory]
+    suppressing: bool = True  # false: suppress_unused is off, what is listed is injected all the same
     days: list[StatsDay]
 
     @property

@@ -149,7 +149,10 @@ def cmd_stats(args: argparse.Namespace, context: Context) -> int:
     counts = f"used {stats['used']:,}, clearly unused {stats['unused']:,}, unclear {stats['unclear']:,}"
     write(f"verdicts          {judged:,}: {counts}")
     suppressed = stats["suppressed"]
-    write(f"suppressed        {len(suppressed):,}: clearly unused in a workspace, no longer injected there")
+    effect = (
+        "no longer injected there" if stats["suppressing"] else "injected all the same (suppress_unused off)"
+    )
+    write(f"suppressed        {len(suppressed):,}: clearly unused in a workspace, {effect}")
     for s in suppressed[:20]:
         write(f"                  {s['memory']} in {s['workspace']} ({s['unused']} times unused)")
     if suppressed:

@@ -126,7 +126,8 @@ class HookLedger:
         since = until - timedelta(days=days)
         person = self._settings.namespace_of_person
         figures = await self._calls(stats.from_store, self.store, person, since, until)
-        return await anyio.to_thread.run_sync(stats.gather, figures, person, since, until)
+        gathered = await anyio.to_thread.run_sync(stats.gather, figures, person, since, until)
+        return gathered.model_copy(update={"suppressing": self._settings.suppress_unused})
 
     async def suppressed_for(self, person: str, workspace: str | None = None) -> set[str]:
         """What is suppressed for ``person`` now, in ``workspace`` (None: in any). Read again at
