@@ -51,6 +51,7 @@ from mnemo.distill.durable import describe as describe_durable
 from mnemo.distill.meter import TokenMeter
 from mnemo.embed import load_embedder
 from mnemo.embed.fidelity import of_loaded
+from mnemo.paths import SPOOL_NAME
 from mnemo.secrets import SecretRedactor
 from mnemo.store import Store, open_store
 from mnemo.store.server import ServerOptions
@@ -292,16 +293,22 @@ class Daemon:
         return DistillQueued(queued=True)
 
     async def distil_asked(self, asked: DistillRequest) -> DistillQueued:
-        """POST /v1/distill: a session with nothing recorded, or (unless ``again``) nothing past its
-        last batch, is not queued, and the answer says why."""
+        """POST /v1/distill: a session distilled up to its last episode is not queued (unless
+        ``again``), and the answer says why. One whose episodes cannot all be seen yet — none
+        recorded, or hook events spooled and not yet replayed — is queued: its hooks may still be
+        delivering (the loop reads it once they have)."""
         session = asked.session
         if not self.distilling.state.enabled:
             return self.distil(session)
         await self.recording.journal_flushed()  # the episodes its hooks just recorded
+        spool = self.settings.run_dir / SPOOL_NAME
+        in_flight = spool.exists() or spool.with_suffix(".replaying").exists()
         cursor = None if asked.again else await self.calls(self.store.session_cursor, session)
-        if not await self.calls(self.store.episodes_after, session, cursor, 1):
-            if cursor is None:
-                return DistillQueued(queued=False, reason=f"no episode of session {session!r} is recorded")
+        if (
+            cursor is not None
+            and not in_flight
+            and not await self.calls(self.store.episodes_after, session, cursor, 1)
+        ):
             reason = f"session {session!r} is distilled up to its last episode; --again reads it anew"
             return DistillQueued(queued=False, reason=reason, distilled=True)
         self.distilling.request(session, again=asked.again)
