@@ -100,8 +100,7 @@ class DistillLoop:
                     batch_chars=batch_chars(settings.llm_daily_token_cap),
                     light_pass=settings.light_pass,
                 )
-        self._requested: list[str] = []
-        self._again: set[str] = set()  # of those, the ones to read anew from their first episode
+        self._requested: dict[str, bool] = {}  # in the order asked: whether to read it anew
         self._wake = anyio.Event()
         # The writer's other judging, committed through its fence: imported candidates judged
         # against what mnemo knows (mnemo.distill.imported).
@@ -131,10 +130,7 @@ class DistillLoop:
     def request(self, session: str, *, again: bool = False) -> None:
         """Distil ``session`` now rather than after it has been idle; ``again``: from its first
         episode, as new batches (:meth:`Distiller.distil_session`)."""
-        if session not in self._requested:
-            self._requested.append(session)
-        if again:
-            self._again.add(session)
+        self._requested[session] = self._requested.get(session, False) or again
         self._wake.set()
 
     @property
@@ -204,16 +200,12 @@ class DistillLoop:
             await flushed()  # right before reading: a request may have come with its last episodes
             await self._refresh()  # judged against what the store holds, not what this index last saw
             self.state.running = session
-            again = session in self._again
-            work = functools.partial(distiller.distil_session, again=again)
+            work = functools.partial(distiller.distil_session, again=self._requested.get(session, False))
             try:
                 self._count(await anyio.to_thread.run_sync(self._working, work, session))
             finally:
                 self.state.running = ""
-            if session in self._requested:
-                self._requested.remove(session)
-            if again:
-                self._again.discard(session)
+            self._requested.pop(session, None)
 
     async def _judge_imports(self) -> None:
         queued, self._import_queue = self._import_queue, []

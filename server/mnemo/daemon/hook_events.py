@@ -102,8 +102,7 @@ class HookEvents:
         # Events spooled while the daemon was down happened before any live one: live events wait
         # (bounded) for their first replay, or a PreCompact could distil a session without them.
         self._spool_replayed = anyio.Event()
-        spool = self._settings.run_dir / SPOOL_NAME
-        if not spool.exists() and not spool.with_suffix(".replaying").exists():
+        if not self.spooled():
             self._spool_replayed.set()
 
     # -- the API -------------------------------------------------------------------------------
@@ -149,6 +148,11 @@ class HookEvents:
                 logger.exception("replaying the hooks' spool failed")
             self._spool_replayed.set()
             await anyio.sleep(SPOOL_POLL_S)
+
+    def spooled(self) -> bool:
+        """Whether hook events wait in the spool (or a replay of it was cut short)."""
+        spool = self._settings.run_dir / SPOOL_NAME
+        return spool.exists() or spool.with_suffix(".replaying").exists()
 
     async def replay_spool(self) -> int:
         """Replay the spooled events in order; return how many were replayed."""

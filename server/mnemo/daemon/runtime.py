@@ -51,7 +51,6 @@ from mnemo.distill.durable import describe as describe_durable
 from mnemo.distill.meter import TokenMeter
 from mnemo.embed import load_embedder
 from mnemo.embed.fidelity import of_loaded
-from mnemo.paths import SPOOL_NAME
 from mnemo.secrets import SecretRedactor
 from mnemo.store import Store, open_store
 from mnemo.store.server import ServerOptions
@@ -301,16 +300,11 @@ class Daemon:
         if not self.distilling.state.enabled:
             return self.distil(session)
         await self.recording.journal_flushed()  # the episodes its hooks just recorded
-        spool = self.settings.run_dir / SPOOL_NAME
-        in_flight = spool.exists() or spool.with_suffix(".replaying").exists()
-        cursor = None if asked.again else await self.calls(self.store.session_cursor, session)
-        if (
-            cursor is not None
-            and not in_flight
-            and not await self.calls(self.store.episodes_after, session, cursor, 1)
-        ):
-            reason = f"session {session!r} is distilled up to its last episode; --again reads it anew"
-            return DistillQueued(queued=False, reason=reason, distilled=True)
+        if not asked.again and not self.hooks.spooled():
+            cursor = await self.calls(self.store.session_cursor, session)
+            if cursor is not None and not await self.calls(self.store.episodes_after, session, cursor, 1):
+                reason = f"session {session!r} is distilled up to its last episode; --again reads it anew"
+                return DistillQueued(queued=False, reason=reason, distilled=True)
         self.distilling.request(session, again=asked.again)
         return DistillQueued(queued=True)
 
