@@ -40,10 +40,9 @@ from typing import Any
 
 from arena_hosts import HOSTS, base_env, host_binary
 from arena_mnemo import BIN, Mnemo, setting_lines
-from arena_score import LINE, median, questions_of
+from arena_score import LINE, median, questions_of, score_question
 from eval_arena import REPO, ask
-from eval_scenarios import holds, load_scenarios, safe_name
-from mnemo.usage.budget import estimate_tokens
+from eval_scenarios import load_scenarios, safe_name
 from tests.host_servers import ScriptedServer, Text, running
 
 MNEMO_DIRS = (".config/mnemo", ".local/share/mnemo")  # settings and store; not the daemon's run dir
@@ -84,18 +83,17 @@ def ask_round(
         project = arena / "projects" / safe_name(scenario["name"])
         for check in questions_of(scenario):
             on = ask(host, server, check["recall"], check["top"], project)
+            scored = score_question(scenario, check, on, None, ("", ""))  # as the arena scores it
             blocks = on["blocks"]
             rows.append(
                 {
                     "round": number,
                     "scenario": scenario["name"],
                     "question": check["recall"],
-                    "answered": bool(blocks) and holds("\n".join(t for _, t in blocks), check["top"]),
+                    "answered": scored["answered"],
                     "sources": [s for s, _ in blocks],
                     "memories": len({m for _, t in blocks for m, _ in LINE.findall(t)}),
-                    "tokens": sum(
-                        estimate_tokens(f'<mnemo-memory source="{s}">{t}</mnemo-memory>') for s, t in blocks
-                    ),
+                    "tokens": scored["tokens"],
                 }
             )
     return rows
