@@ -15,7 +15,8 @@ class DistillRequest(BaseModel):
     again: bool = Field(
         default=False,
         description="Read the session anew from its first episode, as new batches (a better model's "
-        "reading): what they say again merges, only what they replace is closed.",
+        "reading): what they say again merges into current memories, only what they replace is closed; "
+        "what a later session closed can come back as current.",
     )
 
 
