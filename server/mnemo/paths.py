@@ -123,6 +123,16 @@ def spawned_digest(env: Mapping[str, str] | None = None) -> str:
     return (os.environ if env is None else env).get(INPUTS_ENV, "")
 
 
+# Where the hosts keep their settings, and the model server Claude Code is pointed at (mnemo.hosts).
+HOST_ENV_NAMES = ("HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL")
+
+
+def host_environment(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The variables that say where Claude Code and Codex keep their settings (``mnemo setup``)."""
+    source = os.environ if env is None else env
+    return {name: source[name] for name in HOST_ENV_NAMES if source.get(name)}
+
+
 def hook_timeout_override(env: Mapping[str, str] | None = None) -> float | None:
     """``MNEMO_HOOK_TIMEOUT_S``: one deadline for every hook event instead of each event's own."""
     text = (os.environ if env is None else env).get(HOOK_TIMEOUT_ENV, "").strip()

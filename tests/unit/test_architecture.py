@@ -47,6 +47,7 @@ LAYERS = [
         "mnemo.usage",
         "mnemo.code",
         "mnemo.health",
+        "mnemo.hosts",
     },
     {"mnemo.daemon"},
     # the clients on top

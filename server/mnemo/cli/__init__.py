@@ -1,5 +1,6 @@
 """The ``mnemo`` command: remember, recall, recall-episode, forget, keep, review, audit, import,
-export, status, stats, unsuppress, distill, judge-log, writer, models, daemon, server.
+export, status, stats, unsuppress, distill, judge-log, writer, models, daemon, server, setup,
+doctor.
 
 With ``--json``, recall and recall-episode print exactly the full result the MCP tools of the same
 name give client programs (in their answer's ``_meta``). Errors go to stderr as
@@ -43,6 +44,8 @@ GROUPS = {
     "models": "ops",
     "daemon": "ops",
     "server": "server",
+    "setup": "hosts",
+    "doctor": "hosts",
 }
 
 

@@ -279,6 +279,23 @@ def build_parser(commands_in_order: list[str] | None = None) -> argparse.Argumen
         "--apply", action="store_true", help="setup: run the SQL (as an admin) instead of printing it"
     )
 
+    p = commands.add_parser(
+        "setup", help="register mnemo's MCP server and hooks in a host's own settings (--undo: take them out)"
+    )
+    p.add_argument("host", nargs="+", choices=("claude-code", "codex"))
+    p.add_argument("--undo", action="store_true", help="take mnemo's entries out, every other setting kept")
+    p.add_argument("--dry-run", action="store_true", help="show what would change, write nothing")
+    p.add_argument(
+        "--command",
+        dest="mcp_command",
+        metavar="COMMAND",
+        help="what the host runs (default: the mnemo-mcp installed beside this mnemo, by its full path)",
+    )
+    p.add_argument("--force", action="store_true", help="register even where the mnemo plugin is enabled")
+
+    p = commands.add_parser("doctor", help="what each host needs to run mnemo, and what it lacks")
+    p.add_argument("--json", action="store_true")
+
     if commands_in_order is not None:  # an action with a handler of its own is "command action"
         named = {c.split()[0] for c in commands_in_order}
         assert sorted(commands.choices) == sorted(named), "a command without a handler"
