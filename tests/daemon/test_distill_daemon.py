@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+from typing import Any
 
 import anyio
 import pytest
@@ -109,6 +110,46 @@ def test_a_distilled_session_is_not_queued_again_but_read_anew_when_asked(
     memories = json.loads(configured.mnemo("recall", "which day do we deploy?", "--json").stdout)["memories"]
     tuesdays = [m["memory"] for m in memories if m["memory"]["what"] == TUESDAY["what"]]
     assert [m["status"] for m in tuesdays] == ["active"], tuesdays
+
+
+def test_a_session_read_anew_does_not_bring_back_what_a_later_word_closed(
+    home: Home, llm_server: LLMServer
+) -> None:
+    """`--again` after a person moved the deploy day: the session's re-read still says Tuesday
+    (and the judge, asked, would call it unrelated to Thursday), but Tuesday was closed by the
+    later word, so it is not added again as current; the judge log says why."""
+    _script(llm_server)
+    configured = _configured(home, llm_server, MNEMO_DISTILL_IDLE_S="3600")
+
+    async def distil(again: bool) -> None:
+        async with DaemonClient(configured.settings) as client:
+            if not again:
+                await client.append(EPISODES)
+            done = (await client.status()).distillation.batches_done
+            assert (await client.distil("s2", again=again)).queued
+            await _wait_for(
+                client, lambda s: s.distillation.batches_done == done + 1 and not s.distillation.asked
+            )
+
+    anyio.run(distil, False)
+
+    def tuesday() -> dict[str, Any]:
+        found = configured.mnemo("recall", "which day do we deploy?", "--history", "--json").stdout
+        [memory] = [
+            m["memory"] for m in json.loads(found)["memories"] if m["memory"]["what"] == TUESDAY["what"]
+        ]
+        return memory  # type: ignore[no-any-return]
+
+    thursday = "The shop is deployed on Thursdays now, no longer on Tuesdays"
+    configured.mnemo("remember", thursday, "--type", "decision", "--namespace", tuesday()["namespace"])
+    closed = tuesday()
+    assert closed["status"] == "closed", closed  # the newest word closed it (mnemo.distill.frames)
+    anyio.run(distil, True)
+    again = json.loads(configured.mnemo("judge-log", "--session", "s2", "--json").stdout)["entries"][0]
+    assert again["action"] == "dropped" and f"was settled: {closed['id']} is closed" in again["reason"], again
+    recalled = json.loads(configured.mnemo("recall", "which day do we deploy?", "--json").stdout)["memories"]
+    current = [m["memory"]["what"] for m in recalled if m["memory"]["status"] == "active"]
+    assert TUESDAY["what"] not in current and thursday in current, current
 
 
 def test_a_daemon_killed_mid_distillation_redoes_the_batch_exactly_once(

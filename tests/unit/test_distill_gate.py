@@ -27,7 +27,7 @@ from mnemo.distill.gate import (
 from mnemo.distill.llm import LLM
 from mnemo.distill.meter import TokenMeter
 from mnemo.distill.policy import Approval
-from mnemo.distill.repeats import fold_repeats
+from mnemo.distill.repeats import fold_repeats, settled_restatements
 from mnemo.distill.writer import Distiller
 from mnemo.episodes import Episode, EpisodeIn, EpisodeIntake, Role
 from mnemo.index.live import RecallEngine
@@ -178,6 +178,25 @@ def test_a_batchs_repeated_drafts_fold_into_the_first_with_their_sources() -> No
     kept, repeated = fold_repeats(drafts)
     assert repeated == {2: 0}
     assert kept[0].memory.sources == ["e1", "e3"]
+
+
+def test_a_draft_restating_what_a_later_word_settled_from_the_same_episodes_is_not_added_again() -> None:
+    at = datetime(2026, 3, 2, tzinfo=UTC)
+    earlier = [
+        make_memory("mem_tue", "The shop is deployed on Tuesdays", at, sources=["e1"],
+                    status=MemoryStatus.CLOSED, status_reason="replaced by mem_thu"),
+        make_memory("mem_ttl", "The cache TTL is 300 s", at, sources=["e2"], status=MemoryStatus.FORGOTTEN),
+        make_memory("mem_red", "The cache lives in Redis", at, sources=["e3"]),  # still current
+    ]  # fmt: skip
+    drafts = [
+        _draft("We deploy the shop on Tuesdays", "e1"),  # another wording of the closed one
+        _draft("Releases are tagged by the CI", "e1"),  # something else said in the same line
+        _draft("The cache TTL is 600 s", "e2"),  # another value: a new statement
+        _draft("The cache lives in Redis", "e3"),  # the current one: the judge merges it
+        _draft("The shop is deployed on Tuesdays", "e9"),  # said elsewhere: the judge's to weigh
+    ]
+    found = settled_restatements(drafts, earlier)
+    assert list(found) == [0] and "mem_tue is closed (replaced by mem_thu)" in found[0]
 
 
 def test_the_writer_drops_what_is_no_memory_and_logs_why(

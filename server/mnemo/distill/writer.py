@@ -52,7 +52,7 @@ from mnemo.distill.llm import ChatModel
 from mnemo.distill.newest import replaced_by, with_rules
 from mnemo.distill.policy import Approval, is_tool_only
 from mnemo.distill.rails import look_again, states_something
-from mnemo.distill.repeats import fold_repeats, repeat_reason
+from mnemo.distill.repeats import fold_repeats, repeat_reason, settled_restatements
 from mnemo.distill.shown import answered, transcript
 from mnemo.distill.versions import closed, confidence, is_current, is_open, new_memory
 from mnemo.embed import Embedder
@@ -246,15 +246,17 @@ class Distiller:
         now = self._clock()
         conversation = in_order(episodes)
         drafts, repeated = fold_repeats([anchored(d, conversation) for d in drafts])
+        skipped = {seq: repeat_reason(earlier) for seq, earlier in repeated.items()}
+        skipped |= settled_restatements(drafts, self._store.memories_citing(batch.namespace, list(by_id)))
         for seq, draft in enumerate(drafts):
             self._renew()
             memory = new_memory(batch, seq, draft, by_id, now)
             cited = [by_id[s] for s in draft.memory.sources]
             what = draft.memory
             screening = screen(what.what, what.type, cited, self._durability)
-            if seq in repeated or not screening.keeps:
+            if seq in skipped or not screening.keeps:
                 # Not a memory (mnemo.distill.gate): it stays in the episodes; the log says why.
-                reason = repeat_reason(repeated[seq]) if seq in repeated else screening.reason
+                reason = skipped.get(seq) or screening.reason
                 log.append(
                     dropped_row(batch.id, seq, batch.session, batch.namespace, memory.id, draft, reason, now)
                 )

@@ -123,6 +123,13 @@ class MemoryTables(Tables):
         where = "namespace IN {ns:Array(String)} AND status = 'active'"
         return self._memories(where, {"ns": list(namespaces)}, limit)
 
+    def memories_citing(self, namespace: str, episode_ids: Sequence[str], limit: int = 200) -> list[Memory]:
+        """Memories of ``namespace`` in any status whose sources include one of ``episode_ids``."""
+        where = "namespace = {ns:String} AND hasAny(sources, {ids:Array(String)})"
+        return (
+            self._memories(where, {"ns": namespace, "ids": list(episode_ids)}, limit) if episode_ids else []
+        )
+
     def current_versions(self, memory_ids: Sequence[str]) -> dict[str, int]:
         """The newest stored version of each of ``memory_ids`` (absent: none stored)."""
         with self._db.translated("reading memory versions"):

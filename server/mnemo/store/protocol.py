@@ -110,6 +110,10 @@ class Store(Protocol):
         """Active memories in ``namespaces``, most recently updated first."""
         ...
 
+    def memories_citing(self, namespace: str, episode_ids: Sequence[str], limit: int = 200) -> list[Memory]:
+        """Memories of ``namespace`` in any status whose sources include one of ``episode_ids``."""
+        ...
+
     def current_versions(self, memory_ids: Sequence[str]) -> dict[str, int]:
         """The newest stored version of each of ``memory_ids`` (absent: none stored)."""
         ...
