@@ -184,6 +184,37 @@ async def test_unused_in_one_workspace_it_stops_there_only_until_asked_for_or_br
         assert (await daemon.ledger.stats(7)).suppressed == []
 
 
+async def test_a_suppressed_memory_that_a_prompts_recall_ranks_first_by_far_gets_through_there(
+    home: Home,
+) -> None:
+    """A question asks for a value it cannot name ("what port…?" holds none of the memory's
+    values): where recall ranks the suppressed memory first by far, the prompt gets it; where
+    another memory ranks close to it (a prompt on the shared subject), it stays out."""
+    clock = Clock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
+    subject = "is the staging database ready for the migration?"
+    async with hook_service(home, clock) as daemon:
+        person = daemon.settings.namespace_of_person
+        staging, web = [
+            await daemon.remembering.remember(
+                RememberRequest(content=text, type=MemoryType.FACT, namespace=person)
+            )
+            for text in (STAGING, "The staging database migrations run from the web-stg-1 host")
+        ]
+        for n in range(6):
+            clock.now += timedelta(hours=1)
+            await _turn(daemon, f"a-{n}", "/srv/app", subject, "I fixed a typo in the README.")
+        await _audited(daemon, 6)
+        clock.now += timedelta(minutes=2)
+        places = ["workspace:/srv/app", person]
+        port = "what port is the staging db on?"
+        assert (await daemon.recall.related_current(port, places, 24)).leader == staging.id
+        assert not asked_for(STAGING, port)
+        assert staging.id in await _turn(daemon, "a-6", "/srv/app", port, "done"), "ranked first by far"
+        # The subject's prompt ranks the other memory first (0.70 against 0.36 here): no lead of its.
+        assert (await daemon.recall.related_current(subject, places, 24)).leader in ("", web.id)
+        assert staging.id not in await _turn(daemon, "a-7", "/srv/app", subject, "done"), "still suppressed"
+
+
 async def test_with_suppression_off_what_is_never_used_is_still_injected_and_listed(home: Home) -> None:
     clock = Clock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
     question = "is the staging database ready for the migration?"

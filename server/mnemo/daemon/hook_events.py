@@ -41,7 +41,7 @@ from mnemo.clock import utc_now
 from mnemo.config import Settings
 from mnemo.daemon.hook_ledger import AuditJob, HookLedger
 from mnemo.daemon.keeping import KeepSets
-from mnemo.daemon.recalling import Recall
+from mnemo.daemon.recalling import Recall, Related
 from mnemo.daemon.recording import Recording
 from mnemo.daemon.starting import start_candidates
 from mnemo.daemon.storecalls import StoreCalls
@@ -51,15 +51,13 @@ from mnemo.errors import InputError
 from mnemo.injected import strip_injected
 from mnemo.jsonread import read_json
 from mnemo.keep import render_injection
-from mnemo.memories import Memory
 from mnemo.paths import SPOOL_NAME
 from mnemo.private import remove_private
 from mnemo.store.usage import InjectionRow, SessionRow
 from mnemo.typed import typed
-from mnemo.usage.audit import signal_text
 from mnemo.usage.budget import BLOCK_TOKENS, SESSION_TOKENS, estimate_tokens, pack
 from mnemo.usage.sessions import SessionBook, SessionState
-from mnemo.usage.suppression import asked_for
+from mnemo.usage.suppression import left_out_of_prompt
 from mnemo.workspace import workspace_namespace
 
 logger = logging.getLogger(__name__)
@@ -247,7 +245,7 @@ class HookEvents:
             )
             self.ledger.later([row])
             state.tokens += tokens
-        return await self._inject(state, "SessionStart", found, before=kept_text or "")
+        return await self._inject(state, "SessionStart", Related(found, ""), before=kept_text or "")
 
     async def _prompt(self, session_id: str, client: str, payload: Mapping[str, Any], live: bool) -> str:
         prompt = str(payload.get("prompt") or "")
@@ -262,7 +260,7 @@ class HookEvents:
         # was registered in another workspace is asked again below).
         guessed = [workspace_namespace(_cwd(payload) or "/"), person]
         floor = self._settings.prompt_floor
-        found: list[Memory] = []
+        found = Related([], "")
 
         async def recall() -> None:
             nonlocal found
@@ -327,16 +325,17 @@ class HookEvents:
         state.episodes.add(episode_id)
 
     async def _inject(
-        self, state: SessionState, event: str, ranked: list[Memory], *, before: str = "", asked: str = ""
+        self, state: SessionState, event: str, found: Related, *, before: str = "", asked: str = ""
     ) -> str:
-        """The hook's output: ``before`` (already counted) and a block of the best of ``ranked``
-        that fits the budgets; '' when there is nothing to add."""
+        """The hook's output: ``before`` (already counted) and a block of the best of what was
+        ``found`` that fits the budgets; '' when there is nothing to add. A prompt (``asked``)
+        gets a suppressed memory it asks for, or that its recall ranks first by far."""
+        ranked = found.memories
         budget = min(BLOCK_TOKENS, SESSION_TOKENS - state.tokens)
         if budget <= 0 or not ranked:
             return _context(event, before)
-        suppressed = await self.ledger.left_out(state.person, state.workspace)
-        if suppressed and asked:  # a prompt that asks for a suppressed memory gets it
-            suppressed = {m.id for m in ranked if m.id in suppressed and not asked_for(signal_text(m), asked)}
+        left_out = await self.ledger.left_out(state.person, state.workspace)
+        suppressed = left_out_of_prompt(left_out, ranked, asked, found.leader) if left_out else left_out
         # Sources the session has not seen yet: a memory noted in it (remember) or distilled from it.
         unknown = list(dict.fromkeys(s for m in ranked for s in state.unknown(m.sources)))
         if unknown:

@@ -4,6 +4,7 @@ No language model is asked; the index answers (:mod:`mnemo.index`)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -27,8 +28,17 @@ from mnemo.distill.newest import LED_AT_MOST, earlier_note, newest_first
 from mnemo.errors import NotFoundError
 from mnemo.index.documents import Question, Ranked
 from mnemo.memories import Memory
+from mnemo.usage.suppression import leads_clearly
 from mnemo.vocabulary import MemoryStatus
 from mnemo.workspace import repo_root, workspace_namespace
+
+
+@dataclass(frozen=True, slots=True)
+class Related:
+    """What the hooks may inject for a text, best first, and the one that leads clearly ("")."""
+
+    memories: list[Memory]
+    leader: str
 
 
 class Recall:
@@ -122,15 +132,16 @@ class Recall:
 
     async def related_current(
         self, text: str, namespaces: list[str], limit: int, *, floor: float = 0.0
-    ) -> list[Memory]:
+    ) -> Related:
         """Current memories in ``namespaces`` that answer ``text``, best first (a possibly stale
         one weighed down as recall weighs it): what the hooks inject. A closed memory the text
         finds stands for the current one that closed it, never for itself. With ``floor``, only
         those scoring at least that share of the best one's score, and the newest value of any
         of them (:mod:`mnemo.distill.newest`). Empty while the start-up index is being built (a
-        hook does not wait for it)."""
+        hook does not wait for it). ``leader``: the first one's id when it leads the rest clearly
+        (:func:`mnemo.usage.suppression.leads_clearly`)."""
         if not self._index.is_built:
-            return []
+            return Related([], "")
         engine = self._index.engine
 
         def find() -> list[Ranked]:
@@ -155,7 +166,9 @@ class Recall:
         if len(passing) < len(kept):  # the newest value of a thing goes with any earlier one kept
             _, newest = newest_first([m for m, _ in kept][:LED_AT_MOST])
             passing |= {newest[i].id for i in list(passing) if i in newest}
-        return [m for m, _ in kept if m.id in passing]
+        by_score = sorted(kept, key=lambda s: -s[1])
+        leader = by_score[0][0].id if leads_clearly([score for _, score in by_score]) else ""
+        return Related([m for m, _ in kept if m.id in passing], leader)
 
     async def recall_episodes(self, request: RecallEpisodeRequest) -> EpisodesResult:
         await self._recording.journal_flushed()
