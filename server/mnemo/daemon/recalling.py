@@ -138,8 +138,8 @@ class Recall:
         finds stands for the current one that closed it, never for itself. With ``floor``, only
         those scoring at least that share of the best one's score, and the newest value of any
         of them (:mod:`mnemo.distill.newest`). Empty while the start-up index is being built (a
-        hook does not wait for it). ``leader``: the first one's id when it leads the rest clearly
-        (:func:`mnemo.usage.suppression.leads_clearly`)."""
+        hook does not wait for it). ``leader``: the first one's id when it leads the other hits
+        clearly (:func:`mnemo.usage.suppression.leads_clearly`)."""
         if not self._index.is_built:
             return Related([], "")
         engine = self._index.engine
@@ -166,8 +166,13 @@ class Recall:
         if len(passing) < len(kept):  # the newest value of a thing goes with any earlier one kept
             _, newest = newest_first([m for m, _ in kept][:LED_AT_MOST])
             passing |= {newest[i].id for i in list(passing) if i in newest}
-        by_score = sorted(kept, key=lambda s: -s[1])
-        leader = by_score[0][0].id if leads_clearly([score for _, score in by_score]) else ""
+        # The lead is over every hit, related or not: a question whose one related memory scores
+        # three times the next hit asks for it; one that finds a single memory at all, maybe not.
+        leads = leads_clearly(sorted((f.score for f in found), reverse=True))
+        first = max(kept, key=lambda s: s[1], default=None)
+        leader = (
+            first[0].id if leads and first is not None and first[1] >= max(f.score for f in found) else ""
+        )
         return Related([m for m, _ in kept if m.id in passing], leader)
 
     async def recall_episodes(self, request: RecallEpisodeRequest) -> EpisodesResult:
