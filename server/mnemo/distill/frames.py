@@ -145,6 +145,8 @@ def _starts(text: str, at: int) -> bool:
 def replaces(newer: str, older: str, said: Sequence[str] = ()) -> str:
     """Why ``newer`` replaces ``older`` (named or same frame); '' when it does not. ``said``: the
     lines of the person's the newer one cites, where the change may be named."""
+    if not said:
+        return _alone(newer, older)
     if _BESIDE.search(newer):
         return ""  # "… every 90 days too", "also", "igual que": one more thing, beside the older
     return (
@@ -152,6 +154,13 @@ def replaces(newer: str, older: str, said: Sequence[str] = ()) -> str:
         or _named(newer, older, said, own=False)
         or (_worded(newer, older) if any(map(says_change, said)) else "")
     )
+
+
+@lru_cache(maxsize=65536)
+def _alone(newer: str, older: str) -> str:
+    """:func:`replaces` with no line of the person's: what recall and the hooks ask of the same
+    pairs at every prompt, so answered once."""
+    return "" if _BESIDE.search(newer) else _replaces(newer, older)
 
 
 @lru_cache(maxsize=65536)

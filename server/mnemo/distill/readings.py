@@ -11,6 +11,7 @@ number elsewhere to match.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from mnemo.numerals import as_digits
 
@@ -76,6 +77,7 @@ def facts(text: str) -> dict[str, set[str]]:
     }
 
 
+@lru_cache(maxsize=8192)
 def without_values(text: str) -> str:
     """``text`` with the values :func:`values_of` reads taken out (numbers with their units,
     versions, ``#123``, identifiers): what two statements of one thing at different values share."""
@@ -142,6 +144,7 @@ def values_of(text: str) -> dict[str, list[frozenset[str]]]:
     return found
 
 
+@lru_cache(maxsize=16384)  # tokens recur across texts: most are plain words
 def _is_identifier(token: str) -> bool:
     """Whether a token (not a number) names a thing: letters with digits, a file, a name in code,
     upper-case names joined by hyphens; not a product's name (Node.js)."""
