@@ -16,7 +16,7 @@ class DistillRequest(BaseModel):
         default=False,
         description="Read the session anew from its first episode, as new batches (a better model's "
         "reading): what they say again merges into current memories, only what they replace is closed; "
-        "what a later session closed can come back as current.",
+        "what a later word closed, or a person forgot or rejected, is not added again.",
     )
 
 

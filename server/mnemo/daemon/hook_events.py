@@ -335,7 +335,7 @@ class HookEvents:
         if budget <= 0 or not ranked:
             return _context(event, before)
         left_out = await self.ledger.left_out(state.person, state.workspace)
-        suppressed = left_out_of_prompt(left_out, ranked, asked, found.leader) if left_out else left_out
+        suppressed = left_out_of_prompt(left_out, ranked, asked, found.leader)
         # Sources the session has not seen yet: a memory noted in it (remember) or distilled from it.
         unknown = list(dict.fromkeys(s for m in ranked for s in state.unknown(m.sources)))
         if unknown:

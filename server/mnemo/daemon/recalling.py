@@ -168,11 +168,9 @@ class Recall:
             passing |= {newest[i].id for i in list(passing) if i in newest}
         # The lead is over every hit, related or not: a question whose one related memory scores
         # three times the next hit asks for it; one that finds a single memory at all, maybe not.
-        leads = leads_clearly(sorted((f.score for f in found), reverse=True))
+        scores = sorted((f.score for f in found), reverse=True)
         first = max(kept, key=lambda s: s[1], default=None)
-        leader = (
-            first[0].id if leads and first is not None and first[1] >= max(f.score for f in found) else ""
-        )
+        leader = first[0].id if first is not None and leads_clearly(scores) and first[1] >= scores[0] else ""
         return Related([m for m, _ in kept if m.id in passing], leader)
 
     async def recall_episodes(self, request: RecallEpisodeRequest) -> EpisodesResult:

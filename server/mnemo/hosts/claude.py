@@ -30,16 +30,19 @@ def state_path(env: Mapping[str, str]) -> Path:
     return Path(configured) / ".claude.json" if configured else _home(env) / ".claude.json"
 
 
+def _plugin_enabled(settings: dict[str, Any]) -> bool:
+    return any(str(k).startswith("mnemo@") and v for k, v in (settings.get("enabledPlugins") or {}).items())
+
+
 def found(env: Mapping[str, str]) -> Found:
     settings = parse_json(settings_path(env), read_text(settings_path(env)))
     state = parse_json(state_path(env), read_text(state_path(env)))
     server = (state.get("mcpServers") or {}).get(SERVER)
-    plugins = settings.get("enabledPlugins") or {}
     return Found(
         host=NAME,
         server=server_command(server),
         hooks=hookspec.registered(settings.get("hooks")),
-        plugin=any(str(k).startswith("mnemo@") and v for k, v in plugins.items()),
+        plugin=_plugin_enabled(settings),
     )
 
 
@@ -50,7 +53,7 @@ def plan(env: Mapping[str, str], argv: list[str], *, undo: bool = False, force: 
     settings_text, state_text = read_text(settings_file), read_text(state_file)
     settings, state = parse_json(settings_file, settings_text), parse_json(state_file, state_text)
     notes: list[str] = []
-    if not undo and not force and found(env).plugin:
+    if not undo and not force and _plugin_enabled(settings):
         return Plan(NAME, [], [plugin_note("Claude Code", "claude plugin uninstall mnemo@mnemo")])
     servers: dict[str, Any] = dict(state.get("mcpServers") or {})
     existing = servers.get(SERVER)

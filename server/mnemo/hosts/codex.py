@@ -101,19 +101,23 @@ def _server_block(argv: list[str]) -> str:
     )
 
 
+def _plugin_enabled(config: dict[str, Any]) -> bool:
+    plugins = config.get("plugins") or {}
+    return any(
+        str(k).startswith("mnemo@") and isinstance(v, dict) and v.get("enabled", True)
+        for k, v in plugins.items()
+    )
+
+
 def found(env: Mapping[str, str]) -> Found:
     config = parse_toml(config_path(env), read_text(config_path(env)))
     server = (config.get("mcp_servers") or {}).get("mnemo")
     hooks = parse_json(hooks_path(env), read_text(hooks_path(env)))
-    plugins = config.get("plugins") or {}
     return Found(
         host=NAME,
         server=server_command(server),
         hooks=hookspec.registered(hooks.get("hooks")),
-        plugin=any(
-            str(k).startswith("mnemo@") and isinstance(v, dict) and v.get("enabled", True)
-            for k, v in plugins.items()
-        ),
+        plugin=_plugin_enabled(config),
     )
 
 
@@ -141,7 +145,7 @@ def plan(env: Mapping[str, str], argv: list[str], *, undo: bool = False, force: 
     config_file, hooks_file = config_path(env), hooks_path(env)
     config_text, hooks_text = read_text(config_file), read_text(hooks_file)
     hooks = parse_json(hooks_file, hooks_text)
-    if not undo and not force and found(env).plugin:
+    if not undo and not force and _plugin_enabled(parse_toml(config_file, config_text)):
         return Plan(NAME, [], [plugin_note("Codex", "codex plugin remove mnemo@mnemo")])
     notes: list[str] = []
     config = _config_change(config_file, config_text, argv, undo, notes)

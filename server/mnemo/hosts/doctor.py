@@ -5,7 +5,6 @@ requests."""
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -37,15 +36,7 @@ class Check:
     fix: str = ""
 
 
-Probe = Callable[[str, str], object]
-
-
-def checks(
-    env: Mapping[str, str],
-    which: Callable[[str], str | None],
-    version: Callable[[str], tuple[int, int, int] | None] = locate.version,
-    probe: Probe = probe_context,
-) -> list[Check]:
+def checks(env: Mapping[str, str], which: Callable[[str], str | None]) -> list[Check]:
     on_path = which(hookspec.COMMAND)
     found = [
         Check("mnemo-mcp", "ok", on_path)
@@ -59,7 +50,7 @@ def checks(
         )
     ]
     for host in ("claude-code", "codex"):
-        found.extend(_host_checks(host, env, which, version, probe, bool(on_path)))
+        found.extend(_host_checks(host, env, which, bool(on_path)))
     return found
 
 
@@ -67,21 +58,19 @@ def _host_checks(
     host: str,
     env: Mapping[str, str],
     which: Callable[[str], str | None],
-    version: Callable[[str], tuple[int, int, int] | None],
-    probe: Probe,
     on_path: bool,
 ) -> list[Check]:
     binary = which(locate.BINARIES[host])
     if binary is None:
         return [Check(host, "skip", f"`{locate.BINARIES[host]}` is not on PATH")]
-    out = [_version_check(host, version(binary))]
+    out = [_version_check(host, locate.version(binary))]
     try:
         registered = (claude if host == "claude-code" else codex).found(env)
     except ConfigError as exc:
         return [*out, Check(host, "fail", str(exc))]
     out.extend(_registration(host, registered, which, on_path))
     try:
-        out.extend(_model_check(host, env, probe))
+        out.extend(_model_check(host, env))
     except ConfigError as exc:
         out.append(Check(host, "warn", f"its model server could not be read: {exc}"))
     return out
@@ -133,14 +122,14 @@ def _registration(host: str, found: Found, which: Callable[[str], str | None], o
     return out
 
 
-def _model_check(host: str, env: Mapping[str, str], probe: Probe) -> list[Check]:
+def _model_check(host: str, env: Mapping[str, str]) -> list[Check]:
     url, model = _claude_server(env) if host == "claude-code" else _codex_server(env)
     if not url:
         return []
-    context = probe(url, model)
+    context = probe_context(url, model)
     if context is UNREACHABLE:
         return [Check(host, "warn", f"its model server {url} does not answer")]
-    tokens = getattr(context, "tokens", None)
+    tokens = context.tokens if context is not None else 0
     if not tokens:
         return []  # a hosted API, or a server that does not say
     first = FIRST_REQUEST[host]
@@ -168,11 +157,7 @@ def _claude_server(env: Mapping[str, str]) -> tuple[str, str]:
 
 
 def _codex_server(env: Mapping[str, str]) -> tuple[str, str]:
-    text = read_text(codex.config_path(env)) or ""
-    try:
-        config = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{codex.config_path(env)} is not valid TOML ({exc})") from exc
+    config = codex.parse_toml(codex.config_path(env), read_text(codex.config_path(env)))
     provider = str(config.get("model_provider") or "")
     table = (config.get("model_providers") or {}).get(provider) or {}
     url = str(table.get("base_url") or CODEX_LOCAL_PROVIDERS.get(provider, ""))
