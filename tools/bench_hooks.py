@@ -68,7 +68,11 @@ def main() -> None:
     print(f"== {args.memories:,} memories, embedder {model}, {args.gap_ms:g} ms between prompts")
 
     with tempfile.TemporaryDirectory(prefix="mnemo-bench-", dir="/tmp") as home:
-        env = {**env_base, "MNEMO_HOME": home, "MNEMO_DAEMON_IDLE_S": "3600"}
+        # Bytecode as a user's install has it: written at a module's first import (round 0 here),
+        # not compiled again at every spawn, as PYTHONDONTWRITEBYTECODE (set on some machines
+        # of ours) would have it.
+        env = {k: v for k, v in env_base.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env |= {"MNEMO_HOME": home, "MNEMO_DAEMON_IDLE_S": "3600"}
         settings = load_settings(env)
         load_store(settings, memories, vectors, embedder)
 

@@ -1,11 +1,12 @@
 """The hook process: ``mnemo-mcp hook <Event> [--client claude-code|codex]``.
 
 Claude Code and Codex start one process per hook event and wait for it, so this module imports
-nothing but the standard library, :mod:`mnemo.paths` and :mod:`mnemo.private` (a Python start plus
-a few milliseconds):
-it reads the host's hook JSON on stdin, posts it unparsed to the daemon's ``/v1/hooks/<Event>``
-over the unix socket, and prints the answer's body: exactly what the host expects (often nothing). The
-daemon owns every decision (what to record, what to inject, budgets); this process only carries.
+nothing but a few modules of the standard library, :mod:`mnemo.paths` and :mod:`mnemo.client.http`
+(a Python start plus a few milliseconds; :mod:`mnemo.private`, with ``re`` and ``typing``, only on
+the way to the spool): it reads the host's hook JSON on stdin, posts it unparsed to the daemon's
+``/v1/hooks/<Event>`` over the unix socket, and prints the answer's body: exactly what the host
+expects (often nothing). The daemon owns every decision (what to record, what to inject, budgets);
+this process only carries.
 
 It never blocks the agent: whatever goes wrong (daemon down, slow, an error, bad input) it exits
 0 with nothing on stdout, within the event's deadline, and notes why in ``hooks.log``. A daemon
@@ -34,7 +35,6 @@ from mnemo.paths import (
     is_locked,
     layout,
 )
-from mnemo.private import has_private, remove_private
 
 # Seconds the daemon may take, per event: inside the hosts' limits with room to spare (SessionEnd
 # has 1.5 s in Claude Code). MNEMO_HOOK_TIMEOUT_S overrides them all.
@@ -190,15 +190,21 @@ def _without_private(text: str) -> str:
     rest of the input; in the raw text when it is not JSON."""
     import json  # noqa: PLC0415 - only on this path
 
+    from mnemo.private import has_private  # noqa: PLC0415 - re and typing: only on this path
+
     if not has_private(text):
         return text
     try:
         return json.dumps(_strings_without_private(json.loads(text)), ensure_ascii=False)
     except ValueError:
+        from mnemo.private import remove_private  # noqa: PLC0415
+
         return remove_private(text)
 
 
 def _strings_without_private(value: object) -> object:
+    from mnemo.private import remove_private  # noqa: PLC0415
+
     if isinstance(value, str):
         return remove_private(value)
     if isinstance(value, list):

@@ -119,3 +119,37 @@ def test_recall_and_status_against_a_running_daemon_load_nothing_but_the_standar
         loaded = [m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY)]
         assert loaded == [], f"mnemo {command[0]} loaded {loaded}"
     assert "We deploy on Thursdays" in home.mnemo("recall", "deploy").stdout
+
+
+# What a hook process answered by a running daemon must not load: it runs at every prompt and tool
+# call, and each of these costs a host milliseconds (re, typing, json, datetime: ~18 ms in all).
+HOOK_HEAVY = ("re", "typing", "json", "datetime", "enum", "collections", "mnemo.private", "mnemo.errors")
+
+
+def test_a_hook_answered_by_the_daemon_loads_none_of_the_slower_standard_modules(home: Home) -> None:
+    home.mnemo("remember", "We deploy on Thursdays", "--type", "decision")  # the daemon is up
+    prompt = {
+        "session_id": "s-imports",
+        "transcript_path": "/home/u/.claude/projects/x/s-imports.jsonl",
+        "cwd": "/",
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": "which day do we deploy?",
+    }
+    script = (
+        "import sys\nfrom mnemo.hook_process import main\ncode = main(['UserPromptSubmit'])\n"
+        "sys.stdout.write('\\nmodules: ' + ' '.join(sorted(sys.modules)) + f'\\ncode: {code}\\n')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        input=json.dumps(prompt),
+        env=home.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "code: 0", done.stderr
+    assert "Thursdays" in done.stdout  # the daemon answered: the whole path ran
+    modules = lines[-2].removeprefix("modules: ").split()
+    assert [m for m in modules if m in HOOK_HEAVY] == []
