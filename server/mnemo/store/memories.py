@@ -115,8 +115,8 @@ class MemoryTables(Tables):
         return [memory_from_row(row) for row in rows]
 
     def get_memory(self, memory_id: str) -> Memory | None:
-        found = self._memories("id = {id:String}", {"id": memory_id}, 1)
-        return found[0] if found else None
+        row = self._db.newest_row(MEMORY_COLUMNS, memory_id)
+        return memory_from_row(row) if row is not None else None
 
     def active_memories(self, namespaces: Sequence[str], limit: int) -> list[Memory]:
         """Active memories in ``namespaces``, most recently updated first."""
@@ -170,7 +170,9 @@ class MemoryTables(Tables):
         """How many memories there are (each once, whatever its versions)."""
         where, parameters = self._db.scoped("1", {})
         with self._db.translated("counting memories"):
-            sql = f"SELECT uniqExact(id) FROM memories WHERE {where}"  # no FINAL: ids, not versions
+            # No FINAL: ids, not versions; DISTINCT reads them in the sorting key's order (half
+            # the time of uniqExact's hash of every id).
+            sql = f"SELECT count() FROM (SELECT DISTINCT id FROM memories WHERE {where})"
             return int(self._db.command(sql, parameters))
 
     def store_clock(self) -> int:
