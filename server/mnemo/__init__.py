@@ -15,7 +15,7 @@ The package is split by what each module owns:
 - ``workspace``    the workspace namespace of a directory (git remote, else the repo root);
 - ``importer``     JSONL and transcript import of episodes;
 - ``paths``        where the files live (stdlib only: the hook process needs it);
-- ``hook``         the hook process (``mnemo-mcp hook <event>``), stdlib only;
+- ``hook_process`` the hook process (``mnemo-mcp hook <event>``), stdlib only;
 - ``entry``        ``mnemo-mcp``'s entry point: the hook or the MCP server;
 - ``mcpserver``    the stdio MCP server (``mnemo-mcp``);
 - ``cli``          the ``mnemo`` command.

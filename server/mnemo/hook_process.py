@@ -2,11 +2,11 @@
 
 Claude Code and Codex start one process per hook event and wait for it, so this module imports
 nothing but a few modules of the standard library, :mod:`mnemo.paths` and :mod:`mnemo.client.http`
-(a Python start plus a few milliseconds; :mod:`mnemo.private`, with ``re`` and ``typing``, only on
-the way to the spool): it reads the host's hook JSON on stdin, posts it unparsed to the daemon's
-``/v1/hooks/<Event>`` over the unix socket, and prints the answer's body: exactly what the host
-expects (often nothing). The daemon owns every decision (what to record, what to inject, budgets);
-this process only carries.
+(a Python start plus a few milliseconds; :mod:`mnemo.private`, with ``re``, ``typing``, ``json``
+and ``datetime``, only on the way to the spool): it reads the host's hook JSON on stdin, posts it
+unparsed to the daemon's ``/v1/hooks/<Event>`` over the unix socket, and prints the answer's body:
+exactly what the host expects (often nothing). The daemon owns every decision (what to record, what
+to inject, budgets); this process only carries.
 
 It never blocks the agent: whatever goes wrong (daemon down, slow, an error, bad input) it exits
 0 with nothing on stdout, within the event's deadline, and notes why in ``hooks.log``. A daemon

@@ -211,6 +211,38 @@ def test_a_policy_keeps_only_rows_their_writer_may_write_and_a_forged_version_hi
             )
 
 
+def test_one_memory_is_read_as_the_lists_read_it_its_newest_genuine_version_if_readable(
+    store: ClickHouseStore,
+) -> None:
+    # A daemon's reads on a shared server narrow to its person and to rows their writer may write
+    # (the connection's person set here, as the server's user sets it there).
+    written = (  # (who inserts, id, version, namespace, text)
+        ("ana", "m-moved", 1, "workspace:shop", "a shop note"),
+        ("ana", "m-moved", 2, "person:ana", "moved into ana's own namespace"),
+        ("ana", "m-own", 1, "person:ana", "ana's own"),
+        ("ben", "m-own", 2, "person:ana", "forged by ben"),
+    )
+    try:
+        for user, memory_id, version, namespace, text in written:
+            _written_by(store, user)
+            store.put_memories([make_memory(memory_id, text, AT, version=version, namespace=namespace)])
+        store._db.person = "ben"
+        # Its newest version is ana's own: ben reads no older one in its place, one by id or listed.
+        assert store.get_memory("m-moved") is None
+        assert "m-moved" not in {m.id for m in store.active_memories(["workspace:shop"], 100)}
+        store._db.person = "ana"
+        moved, own = store.get_memory("m-moved"), store.get_memory("m-own")
+        assert moved is not None and (moved.version, moved.what) == (2, "moved into ana's own namespace")
+        assert own is not None and (own.version, own.what) == (1, "ana's own")  # the forgery hides nothing
+    finally:
+        store._db.person = None
+        for table in STAMPED_TABLES:
+            store._db.command(
+                f"ALTER TABLE {table} MODIFY COLUMN written_by LowCardinality(String) "
+                "MATERIALIZED currentUser()"
+            )
+
+
 def test_the_role_holds_only_the_settings_the_server_knows() -> None:
     plan = AccessPlan("team", ("ana",), writers=("scribe",))
     every = setup_statements(plan)

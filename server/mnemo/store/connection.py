@@ -184,20 +184,6 @@ class Connection:
                 return kept
             offset += limit
 
-    def newest_row(self, columns: Sequence[str], memory_id: str) -> Sequence[Any] | None:
-        """One memory's newest version among those a writer who may write it wrote (None: none
-        this connection's person may read): one query on the primary key, no FINAL — the
-        versions of one id are few, and the newest is the answer (of two writers' one version
-        number, the later written, as :meth:`current_rows` keeps)."""
-        where, parameters = self.scoped("id = {id:String}", {"id": memory_id})
-        sql = (
-            f"SELECT {', '.join(columns)} FROM memories WHERE {where} AND {self.written('memories')} "
-            "ORDER BY version DESC, updated_at DESC LIMIT 1"
-        )
-        with self.translated("reading a memory"):
-            rows: list[Sequence[Any]] = self.query(sql, parameters=parameters).result_rows
-        return rows[0] if rows else None
-
     def newest_versions(self, memory_ids: Sequence[str]) -> dict[str, int]:
         """The newest version of each of ``memory_ids`` a writer who may write it wrote (absent:
         none stored), on the primary key."""

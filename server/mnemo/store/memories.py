@@ -115,8 +115,8 @@ class MemoryTables(Tables):
         return [memory_from_row(row) for row in rows]
 
     def get_memory(self, memory_id: str) -> Memory | None:
-        row = self._db.newest_row(MEMORY_COLUMNS, memory_id)
-        return memory_from_row(row) if row is not None else None
+        found = self._memories("id = {id:String}", {"id": memory_id}, 1)
+        return found[0] if found else None
 
     def active_memories(self, namespaces: Sequence[str], limit: int) -> list[Memory]:
         """Active memories in ``namespaces``, most recently updated first."""
