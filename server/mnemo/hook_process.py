@@ -190,28 +190,23 @@ def _without_private(text: str) -> str:
     rest of the input; in the raw text when it is not JSON."""
     import json  # noqa: PLC0415 - only on this path
 
-    from mnemo.private import has_private  # noqa: PLC0415 - re and typing: only on this path
+    from mnemo.private import has_private, remove_private  # noqa: PLC0415 - re, typing: this path only
+
+    def without(value: object) -> object:
+        if isinstance(value, str):
+            return remove_private(value)
+        if isinstance(value, list):
+            return [without(v) for v in value]
+        if isinstance(value, dict):
+            return {k: without(v) for k, v in value.items()}
+        return value
 
     if not has_private(text):
         return text
     try:
-        return json.dumps(_strings_without_private(json.loads(text)), ensure_ascii=False)
+        return json.dumps(without(json.loads(text)), ensure_ascii=False)
     except ValueError:
-        from mnemo.private import remove_private  # noqa: PLC0415
-
         return remove_private(text)
-
-
-def _strings_without_private(value: object) -> object:
-    from mnemo.private import remove_private  # noqa: PLC0415
-
-    if isinstance(value, str):
-        return remove_private(value)
-    if isinstance(value, list):
-        return [_strings_without_private(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _strings_without_private(v) for k, v in value.items()}
-    return value
 
 
 def _start_daemon(where: Layout) -> None:

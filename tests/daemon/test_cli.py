@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from tests.helpers import Home
+from tests.helpers import Home, event_input
 
 
 def test_remember_then_recall_round_trip(home: Home) -> None:
@@ -98,24 +98,31 @@ def test_a_broken_config_file_is_reported_without_a_traceback(home: Home) -> Non
 HEAVY = ("numpy", "onnxruntime", "openai", "pydantic", "anyio", "starlette", "mnemo.daemon", "mnemo.config")
 
 
+def _run_and_list_modules(home: Home, call: str, stdin: str = "") -> tuple[str, list[str]]:
+    """Run ``call`` (``from mnemo.x import main; code = main(...)``) in a new interpreter that then
+    prints the modules it loaded; its output before them and those modules. Asserts it returned 0."""
+    script = (
+        f"import sys\n{call}\n"
+        "sys.stdout.write('\\nmodules: ' + ' '.join(sorted(sys.modules)) + f'\\ncode: {code}\\n')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        input=stdin,
+        env=home.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "code: 0", done.stderr
+    return "\n".join(lines[:-2]), lines[-2].removeprefix("modules: ").split()
+
+
 def test_recall_and_status_against_a_running_daemon_load_nothing_but_the_standard_library(home: Home) -> None:
     home.mnemo("remember", "We deploy on Thursdays", "--type", "decision")  # the daemon is up
     for command in (["recall", "deploy"], ["status"]):
-        script = (
-            f"import sys\nfrom mnemo.cli import main\ncode = main({command!r})\n"
-            "sys.stdout.write('\\nmodules: ' + ' '.join(sorted(sys.modules)) + f'\\ncode: {code}\\n')\n"
-        )
-        done = subprocess.run(
-            [sys.executable, "-c", script],
-            env=home.env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        lines = done.stdout.splitlines()
-        assert lines[-1] == "code: 0", done.stderr
-        modules = lines[-2].removeprefix("modules: ").split()
+        _, modules = _run_and_list_modules(home, f"from mnemo.cli import main\ncode = main({command!r})")
         loaded = [m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY)]
         assert loaded == [], f"mnemo {command[0]} loaded {loaded}"
     assert "We deploy on Thursdays" in home.mnemo("recall", "deploy").stdout
@@ -128,28 +135,8 @@ HOOK_HEAVY = ("re", "typing", "json", "datetime", "enum", "collections", "mnemo.
 
 def test_a_hook_answered_by_the_daemon_loads_none_of_the_slower_standard_modules(home: Home) -> None:
     home.mnemo("remember", "We deploy on Thursdays", "--type", "decision")  # the daemon is up
-    prompt = {
-        "session_id": "s-imports",
-        "transcript_path": "/home/u/.claude/projects/x/s-imports.jsonl",
-        "cwd": "/",
-        "hook_event_name": "UserPromptSubmit",
-        "prompt": "which day do we deploy?",
-    }
-    script = (
-        "import sys\nfrom mnemo.hook_process import main\ncode = main(['UserPromptSubmit'])\n"
-        "sys.stdout.write('\\nmodules: ' + ' '.join(sorted(sys.modules)) + f'\\ncode: {code}\\n')\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        input=json.dumps(prompt),
-        env=home.env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    lines = done.stdout.splitlines()
-    assert lines[-1] == "code: 0", done.stderr
-    assert "Thursdays" in done.stdout  # the daemon answered: the whole path ran
-    modules = lines[-2].removeprefix("modules: ").split()
+    prompt = event_input("UserPromptSubmit", session="s-imports", cwd="/")
+    call = "from mnemo.hook_process import main\ncode = main(['UserPromptSubmit'])"
+    printed, modules = _run_and_list_modules(home, call, stdin=json.dumps(prompt))
+    assert "Thursdays" in printed  # the daemon answered: the whole path ran
     assert [m for m in modules if m in HOOK_HEAVY] == []

@@ -15,7 +15,8 @@ user's name for the insert: chDB has one user).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
 import pytest
@@ -143,6 +144,24 @@ def _written_by(store: ClickHouseStore, user: str) -> None:
         )
 
 
+@contextmanager
+def _written_as(store: ClickHouseStore, written: Sequence[tuple[str, str, int, str, str]]) -> Iterator[None]:
+    """Memories inserted each by its user, (who inserts, id, version, namespace, text), as a server
+    stamps them; after, the engine's own stamp and no person again (the store is the module's)."""
+    try:
+        for user, memory_id, version, namespace, text in written:
+            _written_by(store, user)
+            store.put_memories([make_memory(memory_id, text, AT, version=version, namespace=namespace)])
+        yield
+    finally:
+        store._db.person = None
+        for table in STAMPED_TABLES:
+            store._db.command(
+                f"ALTER TABLE {table} MODIFY COLUMN written_by LowCardinality(String) "
+                "MATERIALIZED currentUser()"
+            )
+
+
 def test_no_insert_can_say_who_wrote_its_rows(store: ClickHouseStore) -> None:
     for table in STAMPED_TABLES:
         with pytest.raises(StoreError, match="MATERIALIZED column"), store._db.translated("forging"):
@@ -168,10 +187,7 @@ def test_a_policy_keeps_only_rows_their_writer_may_write_and_a_forged_version_hi
         ("scribe", "m-secret-2", 1, "workspace:secret", "granted workspace, by the writer"),
         ("carl", "m-shop", 1, "workspace:shop", "open workspace, by any member"),
     )
-    try:
-        for user, memory_id, version, namespace, text in written:
-            _written_by(store, user)
-            store.put_memories([make_memory(memory_id, text, AT, version=version, namespace=namespace)])
+    with _written_as(store, written):
         condition = read_condition("memories", plan)
 
         def read(user: str) -> dict[str, str]:
@@ -203,12 +219,6 @@ def test_a_policy_keeps_only_rows_their_writer_may_write_and_a_forged_version_hi
         assert kept.result_rows == [(1, "ana"), (2, "ben"), (3, "scribe")]
         for table in STAMPED_TABLES:  # every stamped table's policy parses and runs
             store._db.query(f"SELECT count() FROM {table} PREWHERE {_as(read_condition(table, plan), 'ana')}")
-    finally:
-        for table in STAMPED_TABLES:
-            store._db.command(
-                f"ALTER TABLE {table} MODIFY COLUMN written_by LowCardinality(String) "
-                "MATERIALIZED currentUser()"
-            )
 
 
 def test_one_memory_is_read_as_the_lists_read_it_its_newest_genuine_version_if_readable(
@@ -222,10 +232,7 @@ def test_one_memory_is_read_as_the_lists_read_it_its_newest_genuine_version_if_r
         ("ana", "m-own", 1, "person:ana", "ana's own"),
         ("ben", "m-own", 2, "person:ana", "forged by ben"),
     )
-    try:
-        for user, memory_id, version, namespace, text in written:
-            _written_by(store, user)
-            store.put_memories([make_memory(memory_id, text, AT, version=version, namespace=namespace)])
+    with _written_as(store, written):
         store._db.person = "ben"
         # Its newest version is ana's own: ben reads no older one in its place, one by id or listed.
         assert store.get_memory("m-moved") is None
@@ -234,13 +241,6 @@ def test_one_memory_is_read_as_the_lists_read_it_its_newest_genuine_version_if_r
         moved, own = store.get_memory("m-moved"), store.get_memory("m-own")
         assert moved is not None and (moved.version, moved.what) == (2, "moved into ana's own namespace")
         assert own is not None and (own.version, own.what) == (1, "ana's own")  # the forgery hides nothing
-    finally:
-        store._db.person = None
-        for table in STAMPED_TABLES:
-            store._db.command(
-                f"ALTER TABLE {table} MODIFY COLUMN written_by LowCardinality(String) "
-                "MATERIALIZED currentUser()"
-            )
 
 
 def test_the_role_holds_only_the_settings_the_server_knows() -> None:
