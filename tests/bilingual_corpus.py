@@ -1,7 +1,7 @@
 """36 memories about one software project (12 targets, each with 2 look-alike distractors) and
 12 questions, each answered by one target, asked in English and in Spanish.
 
-Shared by tests/test_bilingual.py and tools/bilingual_check.py, with the procedure both use:
+Shared by tests/test_bilingual.py and tools/evals/bilingual_check.py, with the procedure both use:
 :func:`ask_all` remembers the corpus through a daemon client, waits until every memory has its
 vector, and asks each question through recall; :func:`score` counts top-1 and top-3 hits.
 """

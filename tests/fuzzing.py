@@ -4,7 +4,7 @@ envelopes, deep nesting, bytes that are not UTF-8) and the daemon's ``/v1/hooks/
 inputs with fields of every type). Each send is judged: answered (a result or an error), a hang
 (no answer within the bound), a crash (the process gone, or a 5xx for what the host sent).
 
-Used by tests/test_fuzz.py (a bounded run in CI) and tools/fuzz_surfaces.py (long runs).
+Used by tests/test_fuzz.py (a bounded run in CI) and tools/evals/fuzz_surfaces.py (long runs).
 """
 
 from __future__ import annotations

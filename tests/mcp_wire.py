@@ -1,7 +1,7 @@
 """A raw stdio session with ``mnemo-mcp``, as a host sees it: lines written to its stdin, every
 line it writes to stdout kept, answers awaited with a bound (a hang is a failure, not a stall).
 
-Shared by the relay's tests, the fuzz test and ``tools/fuzz_surfaces.py``.
+Shared by the relay's tests, the fuzz test and ``tools/evals/fuzz_surfaces.py``.
 """
 
 from __future__ import annotations

@@ -30,7 +30,9 @@ def stamp() -> str:
     commit = _git("rev-parse", "--short", "HEAD") or "unknown"
     if _git("status", "--porcelain", "--untracked-files=no"):
         commit += "+changes"
-    command = " ".join(["python", *sys.argv])
+    spec = getattr(sys.modules["__main__"], "__spec__", None)  # run as `python -m tools.<group>.<tool>`
+    program = ["-m", spec.name] if spec is not None else sys.argv[:1]
+    command = " ".join(["python", *program, *sys.argv[1:]])
     return (
         f"{datetime.now(UTC):%Y-%m-%d}, commit {commit}, {_cpu()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}; `{command}`"

@@ -277,7 +277,7 @@ class Settings(BaseModel):
         default_factory=dict,
         description=(
             "Per closed question, the temperature and per-option biases fitted by "
-            "tools/fit_calibration.py (a TOML table; in the environment, JSON)."
+            "tools/fit/fit_calibration.py (a TOML table; in the environment, JSON)."
         ),
     )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(

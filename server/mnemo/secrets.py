@@ -7,7 +7,7 @@ Two detectors, run over every line that could hold one:
   (``password = …``), basic-auth URLs and long base64 strings of high entropy, with its own
   heuristic filters (UUIDs, templated values, sequential strings, indirect references). Its
   hex-entropy and public-IP plugins are left out: a hex string of high entropy is as likely a
-  commit or a checksum, and an address is not a credential (``tools/secrets_check.py`` prints the
+  commit or a checksum, and an address is not a credential (``tools/evals/secrets_check.py`` prints the
   false-positive rate over look-alikes either way).
 - Rules of our own for what it misses or only half-marks: whole private-key blocks (it flags the
   BEGIN line), Google and Anthropic API keys, GitLab's newer token kinds, ``Authorization``

@@ -2,7 +2,7 @@
 
 Runs through the daemon with the fallback embedder (always installed) and, when a models
 directory holding EmbeddingGemma is given in MNEMO_TEST_MODELS_DIR, with EmbeddingGemma too.
-tools/bilingual_check.py prints the same figures for every installed model.
+tools/evals/bilingual_check.py prints the same figures for every installed model.
 """
 
 from __future__ import annotations

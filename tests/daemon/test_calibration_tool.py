@@ -1,19 +1,19 @@
-"""tools/fit_calibration.py recovers a known miscalibration, and its table loads as settings."""
+"""tools/fit/fit_calibration.py recovers a known miscalibration, and its table loads as settings."""
 
 from __future__ import annotations
 
 import json
 import math
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 
 from mnemo.distill.decide import RELATION, calibrate
-from tests.helpers import REPO, Home
+from tests.helpers import Home
+from tests.lab import tool_command, tool_env
 
-TOOL = REPO / "tools" / "fit_calibration.py"
+TOOL = "tools.fit.fit_calibration"
 
 
 def _softmax(z: np.ndarray) -> np.ndarray:
@@ -36,7 +36,12 @@ def test_an_overconfident_model_gets_its_temperature_back(home: Home, tmp_path: 
     labelled.write_text("\n".join(lines) + "\n")
 
     done = subprocess.run(
-        [sys.executable, str(TOOL), str(labelled)], capture_output=True, text=True, check=True, timeout=120
+        tool_command(TOOL, str(labelled)),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        env=tool_env(),
     )
     (home.path / "config.toml").write_text(done.stdout)
     fitted = home.settings.calibration["relation"]  # the printed table is a valid config file
@@ -62,6 +67,11 @@ def test_a_malformed_line_is_named(tmp_path: Path) -> None:
     labelled = tmp_path / "bad.jsonl"
     labelled.write_text('{"question": "relation", "raw": {"same": 1}, "label": "same"}\n')
     done = subprocess.run(
-        [sys.executable, str(TOOL), str(labelled)], capture_output=True, text=True, timeout=60, check=False
+        tool_command(TOOL, str(labelled)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=tool_env(),
     )
     assert done.returncode == 1 and f"{labelled}:1: not a labelled decision" in done.stderr

@@ -1,4 +1,4 @@
-"""tools/eval_changes.py's plumbing: cases remembered through a real daemon with no model and
+"""tools/evals/eval_changes.py's plumbing: cases remembered through a real daemon with no model and
 scored (closed, current first, nothing else closed), the writer's decision on each pair against
 the scripted server (the judge alone, the rules, and the two as the writer combines them), and a
 clear error for a malformed file. What the figures are on blind cases is in docs/benchmarks.md."""
@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import REPO, UNRELATED, yes_with
+from tests.helpers import UNRELATED, yes_with
+from tests.lab import tool_command, tool_env
 from tests.llm_server import LLMServer
 
-TOOL = REPO / "tools" / "eval_changes.py"
+TOOL = "tools.evals.eval_changes"
 
 
 def _step(what: str, person: str = "") -> dict[str, str]:
@@ -40,8 +40,10 @@ def _write(tmp_path: Path, cases: list[dict[str, Any]]) -> Path:
 
 
 def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, str(TOOL), *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path)
+    command = tool_command(TOOL, *args)
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path, env=tool_env()
+    )
 
 
 def test_cases_remembered_with_no_model_are_scored_closed_current_first_and_nothing_else_closed(

@@ -1,4 +1,4 @@
-"""tools/eval_code_check.py and tools/eval_code_rank.py: they run on the shipped cases and count
+"""tools/evals/eval_code_check.py and tools/evals/eval_code_rank.py: they run on the shipped cases and count
 right. What the figures are, blind and fitted, is in docs/benchmarks.md; here the fitted set guards
 the rules against a change that breaks what they were fitted to."""
 
@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 from tests.helpers import REPO
+from tests.lab import tool_command, tool_env
 
 DATA = REPO / "tests" / "data"
 
 
 def _run(tool: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(REPO / "tools" / tool), *args],
+        tool_command(f"tools.evals.{tool}", *args),
+        env=tool_env(),
         capture_output=True,
         text=True,
         timeout=600,
@@ -25,7 +26,7 @@ def _run(tool: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_rules_grade_the_fitted_cases_as_labelled_and_name_the_new_values() -> None:
-    done = _run("eval_code_check.py", "--cases", str(DATA / "code_cases_fit.json"), "--json")
+    done = _run("eval_code_check", "--cases", str(DATA / "code_cases_fit.json"), "--json")
     assert done.returncode == 0, done.stderr
     rules = json.loads(done.stdout)["rules"]
     assert rules["cases"] == 52
@@ -41,7 +42,7 @@ def test_a_malformed_case_file_is_refused_with_the_case_it_fails_on(tmp_path: Pa
             [{"id": "x", "memory": "m", "path": "a.py", "before": "", "after": None, "label": "still"}]
         )
     )
-    done = _run("eval_code_check.py", "--cases", str(bad))
+    done = _run("eval_code_check", "--cases", str(bad))
     assert done.returncode == 2 and "case 0: after is null exactly when the label is deleted" in done.stderr
 
 
@@ -72,7 +73,7 @@ def test_the_ranking_tool_marks_mnemos_weight_and_counts_what_a_flagged_answer_l
             ]
         )
     )
-    done = _run("eval_code_rank.py", "--scenarios", str(scenarios), "--embedder", "none")
+    done = _run("eval_code_rank", "--scenarios", str(scenarios), "--embedder", "none")
     assert done.returncode == 0, done.stderr
     rows = {
         line.split(" | ")[0].strip("| "): line for line in done.stdout.splitlines() if line.startswith("| ")

@@ -1,13 +1,12 @@
-"""The tools that weigh the writer's levers without a model: tools/replay_judge.py replays the judge
+"""The tools that weigh the writer's levers without a model: tools/evals/replay_judge.py replays the judge
 from collected step answers (refitting the combination, scoring through today's rules),
-tools/fit_durable.py fits the durable-line classifier on the real fallback embedder, and
-tools/llm_cache.py answers an evaluation's repeated requests from the model's earlier answers.
+tools/fit/fit_durable.py fits the durable-line classifier on the real fallback embedder, and
+tools/models/llm_cache.py answers an evaluation's repeated requests from the model's earlier answers.
 Their plumbing and the files they write; the figures on real data are in docs/benchmarks.md."""
 
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from mnemo.distill.durable import DurableWeights
 from mnemo.distill.weights import StepWeights
 from mnemo.embed.fallback import FALLBACK_ID
 from tests.helpers import REPO
+from tests.lab import tool_command, tool_env
 from tests.llm_server import LLMServer
 
 ANSWERS = {  # what the model answered to the steps, by label: far apart, so a fit separates them
@@ -56,10 +56,12 @@ def test_the_judge_is_replayed_from_collected_answers_refitted_and_scored(tmp_pa
     pairs.write_text("".join(json.dumps(_pair(i, x)) + "\n" for i, x in enumerate(labels)))
     steps.write_text("".join(json.dumps(_steps(i, x)) + "\n" for i, x in enumerate(labels)))
     out = tmp_path / "weights.json"
-    command = [sys.executable, str(REPO / "tools" / "replay_judge.py"), "--steps", str(steps)]
+    command = tool_command("tools.evals.replay_judge", "--steps", str(steps))
     command += ["--fit", str(pairs), "--score", str(pairs), "--weights-out", str(out), "--json"]
     command += ["--family", "test-model"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path)
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path, env=tool_env()
+    )
     assert done.returncode == 0, done.stderr
     [scored] = [json.loads(line) for line in done.stdout.splitlines()]
     assert scored["count"] == 40 and scored["relation_accuracy"] == 1.0 and scored["bad_merges"] == 0
@@ -68,10 +70,11 @@ def test_the_judge_is_replayed_from_collected_answers_refitted_and_scored(tmp_pa
     # A pair with no collected answers is named, not guessed.
     other = tmp_path / "other.jsonl"
     other.write_text(json.dumps(_pair(99, "same") | {"id": "r-missing"}) + "\n")
-    command = [sys.executable, str(REPO / "tools" / "replay_judge.py"), "--steps", str(steps)]
+    command = tool_command("tools.evals.replay_judge", "--steps", str(steps))
     done = subprocess.run(
-        [*command, "--score", str(other)], capture_output=True, text=True, timeout=300, check=False
-    )
+        [*command, "--score", str(other)], capture_output=True, text=True, timeout=300, check=False,
+        env=tool_env(),
+    )  # fmt: skip
     assert done.returncode == 1 and "no collected answers for 1 pairs (r-missing" in done.stderr
 
 
@@ -100,15 +103,8 @@ def test_the_durable_classifier_is_fitted_on_the_fallback_embedder_and_scored(tm
     ]
     lines.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "durable.json"
-    command = [
-        sys.executable,
-        str(REPO / "tools" / "fit_durable.py"),
-        "--fit",
-        str(lines),
-        "--score",
-        str(lines),
-    ]
-    env = os.environ | {"MNEMO_EMBEDDER": FALLBACK_ID, "MNEMO_HOME": str(tmp_path / "home")}
+    command = tool_command("tools.fit.fit_durable", "--fit", str(lines), "--score", str(lines))
+    env = tool_env() | {"MNEMO_EMBEDDER": FALLBACK_ID, "MNEMO_HOME": str(tmp_path / "home")}
     done = subprocess.run(
         [*command, "--out", str(out)], capture_output=True, text=True, timeout=300, check=False, env=env
     )
@@ -130,9 +126,10 @@ def test_every_labelled_set_we_keep_loads_with_the_tools_that_read_it() -> None:
     data = REPO / "tests" / "data"
     shipped = REPO / "server" / "mnemo" / "distill" / "pairs"
     code = (
-        "import sys; from pathlib import Path; sys.path.insert(0, 'tools')\n"
-        "from eval_pairs import load_pairs; from eval_scenarios import load_scenarios\n"
-        "from fit_durable import load_lines; from eval_changes import load_cases\n"
+        "from pathlib import Path\n"
+        "from tools.evals.eval_pairs import load_pairs\n"
+        "from tools.evals.eval_scenarios import load_scenarios\n"
+        "from tools.fit.fit_durable import load_lines; from tools.evals.eval_changes import load_cases\n"
         "d = Path('tests/data')\n"
         "shipped = sorted(Path('server/mnemo/distill/pairs').glob('*.jsonl'))\n"
         "for p in [*sorted(d.glob('judge_pairs_*.jsonl')), *shipped]: print(p.name, len(load_pairs(p)))\n"
@@ -170,15 +167,15 @@ def _listening(port: int) -> bool:
 def test_the_answer_cache_answers_a_request_asked_before_without_the_model(
     tmp_path: Path, llm_server: LLMServer
 ) -> None:
-    """tools/llm_cache.py in front of the scripted model server: a request asked again is answered
+    """tools/models/llm_cache.py in front of the scripted model server: a request asked again is answered
     from the cache, a new one and a failed one reach the model, a failure is not kept."""
     llm_server.answer(contains="deploy", text="Tuesdays")
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     proxy = subprocess.Popen(
-        [sys.executable, "tools/llm_cache.py", "--upstream", llm_server.url.removesuffix("/v1"),
-         "--port", str(port), "--db", str(tmp_path / "answers.sqlite")],
+        tool_command("tools.models.llm_cache", "--upstream", llm_server.url.removesuffix("/v1"),
+                     "--port", str(port), "--db", str(tmp_path / "answers.sqlite")),
         cwd=REPO, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:

@@ -1,4 +1,4 @@
-"""tools/eval_writer.py's plumbing against the scripted server: pairs through the real judge path
+"""tools/evals/eval_writer.py's plumbing against the scripted server: pairs through the real judge path
 scored against their labels, a scenario replayed and checked, the JSON shape other tools read,
 --check's exit code, and a clear error for a malformed pairs file. What the figures are on a real
 model is in docs/benchmarks.md; this shows the tool counts right."""
@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
-from tests.helpers import REPO, UNRELATED, yes_with
+from tests.helpers import UNRELATED, yes_with
+from tests.lab import tool_command, tool_env
 from tests.llm_server import LLMServer
 
-TOOL = REPO / "tools" / "eval_writer.py"
+TOOL = "tools.evals.eval_writer"
 SAME = {"A": 0.9, "B": 0.04, "C": 0.03, "D": 0.03}
 _LIMIT = {"type": "fact", "what": "The API allows 100 requests a minute"}
 PAIRS = [
@@ -55,8 +55,10 @@ def _script(server: LLMServer) -> None:
 
 
 def _run(server: LLMServer, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, str(TOOL), "--llm-url", server.url, "--model", "scripted-1", *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path)
+    command = tool_command(TOOL, "--llm-url", server.url, "--model", "scripted-1", *args)
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path, env=tool_env()
+    )
 
 
 def test_pairs_and_scenarios_are_scored_against_their_labels_and_checks(

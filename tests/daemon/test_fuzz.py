@@ -1,4 +1,4 @@
-"""Fuzzing what a host sends (hypothesis, bounded for CI; tools/fuzz_surfaces.py runs longer): every
+"""Fuzzing what a host sends (hypothesis, bounded for CI; tools/evals/fuzz_surfaces.py runs longer): every
 line on mnemo-mcp's stdin is answered or rightly ignored and the server stays up with nothing but
 JSON-RPC on stdout; every hook input is answered, never with a 5xx, by the hook process and by
 the daemon behind it."""
@@ -53,7 +53,7 @@ def test_every_hook_input_is_answered_and_never_a_server_error(module_home: Home
 
 
 def test_the_session_start_inputs_the_long_fuzz_runs_failed_on_are_answered(module_home: Home) -> None:
-    """The SessionStart failures tools/fuzz_surfaces.py found (reproduced at 831dbeb, where they
+    """The SessionStart failures tools/evals/fuzz_surfaces.py found (reproduced at 831dbeb, where they
     were reported: HTTP 500, "OSError(36, 'File name too long')"): a cwd with a name past the
     system's 255 bytes. Their printed inputs were cut at 300 bytes, which is why replaying those
     answered 200; whole, they fail without fbf253d (workspace.repo_root)."""

@@ -1,9 +1,9 @@
-"""tools/eval_arena.py through the real hosts, with the writer's model scripted (tests/llm_server.py):
+"""tools/arena/eval_arena.py through the real hosts, with the writer's model scripted (tests/llm_server.py):
 a scenario session with two prompts and a tool turn is played through Claude Code or Codex with
 mnemo's plugin; the hooks record it as the exchanges say; the daemon distils it; the question,
 asked in a new session, finds the memory in what the hooks injected, recall agrees, mnemo off
 does not have it, the usage audit has the oracle reader's citation, and the memory the scenario
-says is closed (the writer leaves it current) counts as a stale value injected; tools/arena_replay.py
+says is closed (the writer leaves it current) counts as a stale value injected; tools/arena/arena_replay.py
 asks the question again on a copy of the kept store. What the figures
 are with a real model is in docs/benchmarks.md; this shows the arena plays and counts right.
 
@@ -15,17 +15,17 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.test_hosts import HOSTS, _host
-from tests.helpers import BIN, REPO, yes_with
+from tests.helpers import BIN, yes_with
+from tests.lab import tool_command, tool_env
 from tests.llm_server import LLMServer
 
-TOOL = REPO / "tools" / "eval_arena.py"
-REPLAY = REPO / "tools" / "arena_replay.py"
+TOOL = "tools.arena.eval_arena"
+REPLAY = "tools.arena.arena_replay"
 DECISION = "From now on we deploy the shop on Tuesdays, and its releases stay frozen on Fridays."
 SCENARIO = {
     "scenarios": [
@@ -83,9 +83,9 @@ def test_the_arena_plays_a_scenario_through_the_host_and_scores_what_was_injecte
     llm_server.answer(contains="Did the ANSWER use the MEMORY", choices=yes_with(0.01))
     scenarios = tmp_path / "scenarios.json"
     scenarios.write_text(json.dumps(SCENARIO))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env = tool_env({k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")})
     env["PATH"] = f"{BIN}:{env['PATH']}"
-    command = [sys.executable, str(TOOL), "--host", host, "--scenarios", str(scenarios),
+    command = [*tool_command(TOOL), "--host", host, "--scenarios", str(scenarios),
                "--hosts-dir", str(HOSTS), "--llm-url", llm_server.url, "--model", "scripted-1",
                "--json", "--keep"]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False, env=env)
@@ -139,7 +139,7 @@ def test_the_arena_plays_a_scenario_through_the_host_and_scores_what_was_injecte
         # The question again, two rounds on a copy of the kept store, the policy before issue 60:
         # answered both times, nothing distilled from the rounds, the kept store as the run left it.
         memories = _memories(user_env)
-        replay = [sys.executable, str(REPLAY), str(kept), "--host", host, "--scenarios", str(scenarios),
+        replay = [*tool_command(REPLAY), str(kept), "--host", host, "--scenarios", str(scenarios),
                   "--hosts-dir", str(HOSTS), "--rounds", "2", "--json",
                   "--setting", "start_memories=all"]  # fmt: skip
         done = subprocess.run(replay, capture_output=True, text=True, timeout=600, check=False, env=env)

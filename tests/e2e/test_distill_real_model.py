@@ -1,6 +1,6 @@
 """Optional: the writer against a real model, when MNEMO_TEST_LLM_URL points at one (e.g. the
-local llama.cpp server of tools/local_llm.py; MNEMO_TEST_LLM_MODEL names the model): its context
-asked of the server and every request sized to it; and tools/eval_writer.py --check on the judge
+local llama.cpp server of tools/models/local_llm.py; MNEMO_TEST_LLM_MODEL names the model): its context
+asked of the server and every request sized to it; and tools/evals/eval_writer.py --check on the judge
 pairs' test half and on the scenarios, so it fails
 when a target is missed (relation and action accuracy ≥ 0.87, no bad merge, bad closes ≤ 3 %,
 every scenario check). Slow (about an hour on 2 cores), so never in CI."""
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 
 import pytest
 
@@ -21,9 +20,10 @@ from mnemo.errors import ModelRefusedError
 from mnemo.secrets import SecretRedactor
 from mnemo.store import ClickHouseStore
 from tests.helpers import REPO, Home
+from tests.lab import tool_command, tool_env
 
 URL = os.environ.get("MNEMO_TEST_LLM_URL", "")
-TOOL = REPO / "tools" / "eval_writer.py"
+TOOL = "tools.evals.eval_writer"
 DATA = REPO / "tests" / "data"
 
 
@@ -31,14 +31,14 @@ DATA = REPO / "tests" / "data"
 @pytest.mark.timeout(7_200)
 def test_the_writer_meets_its_targets_on_a_real_model() -> None:
     model = os.environ.get("MNEMO_TEST_LLM_MODEL", "local")
-    command = [sys.executable, str(TOOL), "--llm-url", URL, "--model", model, "--check"]
+    command = [*tool_command(TOOL), "--llm-url", URL, "--model", model, "--check"]
     command += [
         "--pairs",
         str(DATA / "judge_pairs_test.jsonl"),
         "--scenarios",
         str(DATA / "writer_scenarios.json"),
     ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=7_100, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=7_100, check=False, env=tool_env())
     assert done.returncode == 0, done.stdout[-6_000:] + done.stderr[-2_000:]
 
 
@@ -47,7 +47,7 @@ def test_the_writer_meets_its_targets_on_a_real_model() -> None:
 def test_a_real_servers_context_is_asked_and_its_refusal_of_a_longer_request_read_as_an_overflow(
     home: Home, store: ClickHouseStore
 ) -> None:
-    """Against llama.cpp's server (tools/local_llm.py serve): the context it runs is asked of it,
+    """Against llama.cpp's server (tools/models/local_llm.py serve): the context it runs is asked of it,
     a request past it is refused and read as an overflow, and a session several times longer
     than the context is extracted in stretches that it all accepts."""
     model = os.environ.get("MNEMO_TEST_LLM_MODEL", "local")

@@ -1,29 +1,20 @@
-"""What the arena's mnemo-off row reads of a request (tools/arena_score.person_text): the text of
+"""What the arena's mnemo-off row reads of a request (tools/arena/arena_score.person_text): the text of
 the person's messages, not the host's tagged context and not the request's structure. Codex's
 Responses API items carry ids (``msg_01a24897…``) whose digits held the answer "24" of three blind
 questions, which the row then counted as carried without mnemo."""
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 import pytest
 
-from tests.helpers import REPO
+from tools.arena.arena_score import person_text
 
 pytestmark = pytest.mark.unit
 QUESTION = "What is the max size of the general node group in prod-eu1?"
 CONTEXT = "<environment_context>\n  <cwd>/p24</cwd>\n</environment_context>"
 
 
-@pytest.fixture
-def person_text(monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.syspath_prepend(str(REPO / "tools"))
-    return importlib.import_module("arena_score").person_text
-
-
-def test_a_codex_request_gives_the_question_not_the_item_ids(person_text: Any) -> None:
+def test_a_codex_request_gives_the_question_not_the_item_ids() -> None:
     body = {
         "instructions": "You are Codex. Sizes like 24 appear here.",
         "input": [
@@ -40,7 +31,7 @@ def test_a_codex_request_gives_the_question_not_the_item_ids(person_text: Any) -
     assert "24" not in said
 
 
-def test_a_claude_code_request_gives_the_prompt_without_its_reminders(person_text: Any) -> None:
+def test_a_claude_code_request_gives_the_prompt_without_its_reminders() -> None:
     body = {
         "system": [{"type": "text", "text": "You are Claude Code."}],
         "messages": [

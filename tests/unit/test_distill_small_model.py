@@ -2,7 +2,7 @@
 family with shipped weights (Qwen2.5-Coder-1.5B) the relation is asked in steps and combined by
 those weights, and every closed question is answered by word; with the light pass on, a
 quiet stretch costs one question instead of an extraction. Whether the weights are *right* is
-measured on a real model by tools/eval_writer.py (docs/benchmarks.md); here, that they are what
+measured on a real model by tools/evals/eval_writer.py (docs/benchmarks.md); here, that they are what
 the judge uses."""
 
 from __future__ import annotations

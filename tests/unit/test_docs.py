@@ -77,3 +77,33 @@ def test_the_team_compose_file_uses_only_real_settings_and_commands() -> None:
 def test_the_help_of_distill_names_both_kinds_of_writer() -> None:
     text = " ".join(build_parser(list(GROUPS)).format_help().split())
     assert "distill distil a session now (needs a writer: llm_url, or a host's CLI" in text, text
+
+
+def _anchors(page: Path) -> set[str]:
+    """The anchors GitHub gives a page's headings: lower case, punctuation dropped, spaces to hyphens,
+    a repeated heading numbered."""
+    seen: dict[str, int] = {}
+    text = re.sub(r"(?ms)^```.*?^```", "", page.read_text())
+    for heading in re.findall(r"(?m)^#{1,6} (.+)$", text):
+        anchor = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        seen[anchor] = seen.get(anchor, -1) + 1
+    return {a if i == 0 else f"{a}-{i}" for a, n in seen.items() for i in range(n + 1)}
+
+
+def test_every_link_between_the_docs_reaches_its_file_and_heading() -> None:
+    """The docs link to each other's sections (benchmarks.md is an index of pages): a moved page or a
+    renamed heading must not leave a link going nowhere."""
+    pages = [REPO / "README.md", *sorted(DOCS.rglob("*.md"))]
+    checked = 0
+    for page in pages:
+        text = re.sub(r"(?ms)^```.*?^```", "", page.read_text())
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target):
+                continue
+            path, _, anchor = target.partition("#")
+            linked = (page.parent / path).resolve() if path else page
+            assert linked.exists(), f"{page.relative_to(REPO)}: {target}"
+            if anchor and linked.suffix == ".md":
+                assert anchor in _anchors(linked), f"{page.relative_to(REPO)}: {target}"
+                checked += 1
+    assert checked > 100, checked  # the docs do link to sections

@@ -3,7 +3,7 @@ placeholder, remember refuses, and look-alikes (hashes, UUIDs, inline images) ar
 
 The corpora are tests/data/secrets.jsonl (36 made-up credentials of 20 kinds, in prose, tool
 output, .env, YAML, JSON, headers and URLs) and tests/data/secret_lookalikes.jsonl (34 strings that
-look like them and are not); tools/secrets_check.py prints the detection and false-positive rates.
+look like them and are not); tools/evals/secrets_check.py prints the detection and false-positive rates.
 Through the hooks, the daemon and distillation: tests/daemon/test_secrets.py.
 """
 

@@ -246,7 +246,7 @@ def _say_fidelity(model_id: str, fidelity: Fidelity | None) -> None:
     if not fidelity.faithful:
         write(
             f"{model_id}: DEGRADED on this CPU — its vectors are not its float model's, so recall "
-            "finds less; rebuild it with tools/build_embeddinggemma.py (docs/models.md)"
+            "finds less; rebuild it with tools/models/build_embeddinggemma.py (docs/models.md)"
         )
 
 

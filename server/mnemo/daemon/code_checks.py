@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 HOOK_WAIT_S = 0.25
 CHECK_DEADLINE_S = 2.0
 # A possibly stale memory ranks as if its score were this share of it: behind current hits that
-# answer about as well, never behind one that answers far worse (tools/eval_code_rank.py).
+# answer about as well, never behind one that answers far worse (tools/evals/eval_code_rank.py).
 STALE_WEIGHT = 0.7
 T = TypeVar("T")
 Flagged = tuple[Memory, CodeFlag]

@@ -7,7 +7,7 @@ temperature 0, and the probability of each option is read from the first token's
 ``(A``) or name it (``yes``, ``Same``: small models often answer the word) is summed, then
 the options are normalised to sum to 1. Then calibration, per question:
 ``p ∝ exp(log p / T + bias[option])`` with T and the biases fitted on labelled decisions by
-``tools/fit_calibration.py`` (settings ``calibration``); without fitted parameters T = 1 and no bias,
+``tools/fit/fit_calibration.py`` (settings ``calibration``); without fitted parameters T = 1 and no bias,
 and the decision says so (``calibrated`` is False).
 
 Endpoints that give no log-probabilities: the option the model wrote gets

@@ -6,7 +6,7 @@ list of cue words ("from now on", "because", "siempre") misses what people write
 mind, just rerun it"). So for a small model the writer asks a logistic model over the embedding of
 each line and three signals of its form (:data:`SIGNALS`: the cue words or a value, a question,
 its length), fitted on lines labelled *durable* or *passing* written by several authors, in
-English and Spanish (``tools/fit_durable.py``, which prints the weights file to ship and the AUC
+English and Spanish (``tools/fit/fit_durable.py``, which prints the weights file to ship and the AUC
 on lines it did not see).
 
 A **person's line**: does it state a decision, a rule, a preference, a fact about the project, a

@@ -4,7 +4,7 @@ A multinomial logistic model over the step features (:mod:`mnemo.distill.relatio
 gradient descent on the mean negative log-likelihood with an L2 penalty on the weights, and a
 temperature fitted on predictions for rows the fit did not see (k-fold). numpy only: the same code
 serves ``mnemo writer calibrate`` (:mod:`mnemo.distill.calibrate`), which fits on the user's
-machine, and ``tools/fit_calibration.py``, which fits the weights that ship.
+machine, and ``tools/fit/fit_calibration.py``, which fits the weights that ship.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ naming a value the other omits ("600 s" against "600 s, up from 120 s") is a par
 detail, not a different fact. Except when the one value a text states is, in the other, only named
 beside the value that one leads with ("120 s" against "600 s, up from 120 s"; "768 px" against
 "640 px; 768 px is the tablet one"): that is a change or a correction, whose old value is cited.
-How values are read is :mod:`mnemo.distill.readings`'s. ``tools/guard_check.py`` prints both
+How values are read is :mod:`mnemo.distill.readings`'s. ``tools/evals/guard_check.py`` prints both
 error rates on the labelled pairs of ``tests/data/guard_pairs.jsonl``.
 """
 

@@ -16,7 +16,7 @@ for a model family with fitted weights the relation is asked in steps:
   or a change ("now", "moved", "ya no");
 
 and a multinomial logistic model over those features, fitted on labelled pairs by
-``tools/fit_calibration.py --steps`` and shipped per model family (``weights/*.json``), turns them
+``tools/fit/fit_calibration.py --steps`` and shipped per model family (``weights/*.json``), turns them
 into the four probabilities (the weights carry a temperature fitted on cross-validated
 predictions). The guard still vetoes *same* afterwards, and the 0.6 rule still
 applies: this replaces only how the relation's probabilities are obtained.

@@ -36,7 +36,7 @@ class Embedder(Protocol):
     # Whether two threads may embed at once (a question need not wait for a background batch).
     is_thread_safe: bool
     # The recall score's weights for this model, chosen by cross-validation on LoCoMo
-    # (tools/tune_recall_weights.py): the vector's share of relevance (BM25 has the rest) and
+    # (tools/fit/tune_recall_weights.py): the vector's share of relevance (BM25 has the rest) and
     # the weight of a neighbouring turn's relevance. A weak model gets a small vector share.
     vector_weight: float
     context_weight: float

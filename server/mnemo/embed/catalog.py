@@ -2,7 +2,7 @@
 
 Two kinds of model are known:
 - EmbeddingGemma-300m int8 (quality): installed as a directory under ``models_dir``, built by
-  ``tools/build_embeddinggemma.py`` then ``mnemo models install``, or fetched once from its hub
+  ``tools/models/build_embeddinggemma.py`` then ``mnemo models install``, or fetched once from its hub
   with ``mnemo models fetch`` (:mod:`mnemo.embed.hub`);
 - the fallback that ships with the package's own dependencies, so a fresh install works offline
   at once (see :mod:`mnemo.embed.fallback`).
@@ -33,7 +33,7 @@ MATRYOSHKA_DIMS: dict[str, tuple[int, ...]] = {"embeddinggemma": (512, 256, 128)
 # at 768) for two thirds of the vector index's RAM (docs/benchmarks.md, memory at a million).
 DEFAULT_DIMS: dict[str, int] = {"embeddinggemma": 512}
 # Models whose files are known byte for byte: a manifest claiming one of these ids must list
-# exactly one of its sets of hashes. tools/build_embeddinggemma.py rebuilds model.onnx
+# exactly one of its sets of hashes. tools/models/build_embeddinggemma.py rebuilds model.onnx
 # byte-identically with the versions pinned in pyproject's build-model extra; the first set is
 # today's build (7-bit weights), the second the build before it (8-bit weights, faithful only on
 # CPUs with VNNI: `mnemo models verify` says so on the CPU it runs on).
@@ -59,7 +59,7 @@ def expected_files(manifest: Manifest) -> dict[str, str]:
     if pinned is not None and manifest.files not in pinned:
         raise ConfigError(
             f"the manifest of {manifest.id} lists other files or hashes than the pinned ones; "
-            "rebuild it with tools/build_embeddinggemma.py or fetch it again"
+            "rebuild it with tools/models/build_embeddinggemma.py or fetch it again"
         )
     return manifest.files
 
@@ -154,7 +154,7 @@ def verify_model(info: ModelInfo) -> Fidelity | None:
 def install_model(
     source: Path, settings: Settings, *, allow_degraded: bool = False
 ) -> tuple[ModelInfo, Fidelity | None]:
-    """Copy a model directory (e.g. from tools/build_embeddinggemma.py) into ``models_dir``.
+    """Copy a model directory (e.g. from tools/models/build_embeddinggemma.py) into ``models_dir``.
 
     The source is verified against its manifest first, copied under a temporary name, checked on
     this CPU (:func:`mnemo.embed.fidelity.vouch`), then renamed, so a failed, refused or

@@ -27,7 +27,7 @@ _RESOURCES = {
     "resources/weights.npz": "0db566fd0af82cbf9f3a7eac3920ede5fb784a6882398563ca9b1bbd66fb37c9",
 }
 _DIM = 512
-# Chosen by tools/tune_recall_weights.py --embedder use-multilingual-v3 (docs/recall.md).
+# Chosen by tools/fit/tune_recall_weights.py --embedder use-multilingual-v3 (docs/recall.md).
 VECTOR_WEIGHT = 0.3
 CONTEXT_WEIGHT = 0.8
 

@@ -91,7 +91,7 @@ def vouch(directory: Path, files: dict[str, str], family: str, *, allow_degraded
         raise ConfigError(
             f"this model would be degraded on this CPU: {fidelity.describe()}. ONNX Runtime's int8 "
             "kernels depend on the CPU: without AVX-512 VNNI, int8 weights of the full 8-bit range "
-            "saturate its 16-bit sums. Build the model with tools/build_embeddinggemma.py (7-bit "
+            "saturate its 16-bit sums. Build the model with tools/models/build_embeddinggemma.py (7-bit "
             "weights, exact on every x86-64 CPU) and install that, or pass --allow-degraded to "
             "install this one anyway; nothing was installed"
         )

@@ -38,7 +38,7 @@ from mnemo.index.vectors import VectorIndex
 
 # Each source (BM25, vector, entity) proposes this many rows (or the limit, if larger) to be
 # scored: enough that no source's good answers are cut before ranking, few enough that ranking
-# stays a small part of a search (tools/eval_locomo.py measures both).
+# stays a small part of a search (tools/evals/eval_locomo.py measures both).
 _CANDIDATES_PER_SOURCE = 100
 _RESAVE_SHARE = 0.1  # see SearchIndex.save_lists
 # From this many rows, the vector search (usearch releases the GIL) runs on a second thread while

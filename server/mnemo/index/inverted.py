@@ -5,7 +5,7 @@ and reads only the rows of the ``probes`` lists whose centroids are nearest to i
 lists hold row numbers; the codes stay where the index keeps them, so the structure costs a few
 bytes a row (at a million: the centroids, 1 MB, and ~16 bytes a row), where the HNSW graph it
 replaced held its own copy of the codes and its links (0.8 GB at a million) and found fewer of the
-exact nearest there (tools/bench_vector_search.py; docs/benchmarks.md has the figures).
+exact nearest there (tools/bench/bench_vector_search.py; docs/benchmarks.md has the figures).
 
 Centroids are trained by spherical k-means (a few rounds over a sample of ``_SAMPLE_PER_LIST``
 rows a list), with ``2·√rows`` lists, so a list holds about ``√rows/2`` rows and a question reads

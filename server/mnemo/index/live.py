@@ -52,7 +52,7 @@ logger = logging.getLogger(__name__)
 
 
 # Words only (no embedding model): BM25 is all of relevance; the neighbouring turn's weight was
-# chosen as each model's is (tools/tune_recall_weights.py --embedder none, docs/recall.md).
+# chosen as each model's is (tools/fit/tune_recall_weights.py --embedder none, docs/recall.md).
 WORDS_ONLY = Weights(vector=0.0, lexical=1.0, context=0.6)
 
 

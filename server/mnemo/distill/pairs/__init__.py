@@ -3,7 +3,7 @@
 A pair is an existing memory, a new one, and how the new one relates to it (same, updates,
 contradicts, unrelated), with the trap it was written around (a number, a version, an
 identifier, a negation, a paraphrase) and its language, one JSON object a line: the format
-``tools/eval_writer.py --pairs`` reads.
+``tools/evals/eval_writer.py --pairs`` reads.
 
 Only pairs meant for fitting ship here: ``judge_pairs_fit.jsonl`` (320, ours: the shipped weights
 of Qwen2.5-Coder-1.5B are fitted on them) and ``judge_pairs_authors_fit.jsonl`` (180, written by

@@ -1,6 +1,6 @@
 """The fitted weights of the relation asked in steps: shipped per model family, or calibrated here.
 
-Each shipped file (``<family>.json``) is what ``tools/fit_calibration.py --steps`` prints: the
+Each shipped file (``<family>.json``) is what ``tools/fit/fit_calibration.py --steps`` prints: the
 model names it applies to (a regular expression), what it was fitted on, the names of the features
 it was fitted on (:data:`mnemo.distill.relation.FEATURES` then; a test checks the shipped files
 still match), and per relation option a weight per feature and a bias. A model whose family has

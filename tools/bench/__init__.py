@@ -1,0 +1,1 @@
+"""Benchmarks: speed and memory, median and p95 (docs/benchmarks.md)."""

@@ -1,0 +1,1 @@
+"""Evaluations: quality on labelled, real and blind data (docs/benchmarks.md)."""

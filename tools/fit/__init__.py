@@ -1,0 +1,1 @@
+"""Fitting: the weights, calibration and thresholds that ship, fitted on labelled data."""

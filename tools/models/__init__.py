@@ -1,0 +1,1 @@
+"""Local models: the llama.cpp server, a cache in front of a model server, and model builds."""
