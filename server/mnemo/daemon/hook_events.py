@@ -193,8 +193,9 @@ class HookEvents:
         return state
 
     async def _load(self, session_id: str, client: str, payload: Mapping[str, Any]) -> SessionState:
-        # What this daemon journaled (or replayed) must be in the store before the history is read.
-        await self._recording.journal_flushed()
+        # What this daemon journaled (or replayed) of the session must be in the store before its
+        # history is read; another session's episodes need not be (they wait for a quiet moment).
+        await self._recording.session_flushed(session_id[:MAX_SESSION_CHARS])
         row, history = await self._calls(self.store.session_state, session_id)
         if row is None:
             row = self._new_row(session_id, client, payload)

@@ -15,6 +15,7 @@ import anyio.to_thread
 from mnemo.api.stats import Stats, Unsuppressed
 from mnemo.clock import utc_now
 from mnemo.config import Settings
+from mnemo.daemon.quiet import QuietGate
 from mnemo.daemon.recording import with_waiting
 from mnemo.daemon.storecalls import StoreCalls
 from mnemo.errors import NotFoundError
@@ -46,6 +47,7 @@ class HookLedger:
         settings: Settings,
         auditor: Auditor,
         engine: RecallEngine,
+        quiet: QuietGate,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self._calls = calls
@@ -53,6 +55,7 @@ class HookLedger:
         self._settings = settings
         self._auditor = auditor
         self._engine = engine
+        self._quiet = quiet
         self._clock = clock
         self._suppressed: dict[str, tuple[datetime, list[suppression.Suppressed]]] = {}
         self._audit_send, self._audit_receive = anyio.create_memory_object_stream[AuditJob](AUDIT_QUEUE)
@@ -80,6 +83,7 @@ class HookLedger:
         state in memory already counts them); a daemon killed in between forgets those rows only."""
         async with self._ledger_send, self._ledger_receive:
             async for rows in self._ledger_receive:
+                await self._quiet.wait()  # the sessions' state in memory counts them meanwhile
                 batch = with_waiting(self._ledger_receive, list(rows))
                 injections = [r for r in batch if isinstance(r, InjectionRow)]
                 sessions = [r for r in batch if isinstance(r, SessionRow)]
@@ -107,8 +111,9 @@ class HookLedger:
     async def written(self) -> None:
         """Return once every row given to :meth:`later` so far is written (or failed to be)."""
         target = self._rows_queued
-        while self._rows_done < target:
-            await self._rows_written.wait()
+        with self._quiet.hurried():
+            while self._rows_done < target:
+                await self._rows_written.wait()
 
     async def _run_audits(self) -> None:
         """Audit finished turns, one at a time, on a worker thread (the model may be slow)."""

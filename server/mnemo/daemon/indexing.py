@@ -28,6 +28,7 @@ import numpy as np
 from mnemo.clock import utc_now
 from mnemo.config import Settings
 from mnemo.daemon.image_apart import build_image_apart
+from mnemo.daemon.quiet import QUIET_S, QuietGate
 from mnemo.daemon.storecalls import StoreCalls
 from mnemo.embed import Embedder, normalised
 from mnemo.episodes import Episode
@@ -39,8 +40,7 @@ from mnemo.store.embeddings import Owners
 
 logger = logging.getLogger(__name__)
 EMBED_BATCH = 16
-QUIET_S = 0.3  # the background embedding waits this long after the last question
-BUSY_S = 5.0  # and embeds BUSY_BATCH at a time when the last question is more recent than this
+BUSY_S = 5.0  # the background embedding embeds BUSY_BATCH at a time while the last question is this recent
 BUSY_BATCH = 2
 BUILD_PAGE_ROWS = 5_000
 KEY_PAGE_ROWS = 50_000
@@ -73,7 +73,7 @@ class Indexing:
         self.vector_lists: list[str] = []
         self._embedder_limiter = anyio.CapacityLimiter(1)
         self._backlog_added = anyio.Event()
-        self._last_question = 0.0
+        self.quiet = QuietGate()  # the questions' clock, which background writers wait on
         self._embedding_in_flight = 0
         self._image_writes = -1  # the engine's memory writes when the image was saved or read
         self.memories_from = ""  # once built: "the saved image (…)" or "the store"
@@ -348,7 +348,7 @@ class Indexing:
 
     def understand(self, text: str) -> Question:
         """A question analysed for the engine; it also holds the background embedding back."""
-        self._last_question = time.monotonic()
+        self.quiet.asked()
         return self.engine.understand(text, utc_now())
 
     def question_limiter(self) -> anyio.CapacityLimiter | None:
@@ -368,7 +368,7 @@ class Indexing:
                 # Questions first: a batch waits until no question has come for QUIET_S, so a hook
                 # does not share the cores with the embedding of the episode it just recorded;
                 # while questions keep coming, batches are small, so the next one waits less.
-                while (quiet := time.monotonic() - self._last_question) < QUIET_S:
+                while (quiet := self.quiet.quiet_for()) < QUIET_S:
                     await anyio.sleep(QUIET_S - quiet)
                 items = self.engine.take_backlog(EMBED_BATCH if quiet >= BUSY_S else BUSY_BATCH)
                 if not items:

@@ -11,6 +11,7 @@ durable in the journal when :meth:`Recording.record` returns and reach the store
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -21,6 +22,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 
 from mnemo.config import Settings
 from mnemo.daemon.journal import EpisodeJournal
+from mnemo.daemon.quiet import QuietGate
 from mnemo.daemon.rundir import ensure_private_dir
 from mnemo.daemon.storecalls import StoreCalls
 from mnemo.episodes import AppendResult, Episode, EpisodeIn, EpisodeIntake, Redactor
@@ -122,6 +124,7 @@ class Recording:
         settings: Settings,
         redactor: Redactor,
         on_stored: Callable[[list[Episode]], None],
+        quiet: QuietGate,
     ) -> None:
         self.intake = EpisodeIntake(
             max_chars=settings.max_episode_chars,
@@ -136,6 +139,8 @@ class Recording:
         )
         self._journal_replayed = anyio.Event()
         self._committed = anyio.Event()  # set (and replaced) at each commit of journaled episodes
+        self._quiet = quiet
+        self._unstored: Counter[str] = Counter()  # per session, journaled episodes not in the store
 
     def redact(self, text: str) -> str:
         """``text`` as episodes store it: what may be shown to a model."""
@@ -173,6 +178,7 @@ class Recording:
             return accepted
 
         accepted = await anyio.to_thread.run_sync(accept_and_journal)
+        self._unstored.update(e.session for e in accepted)
         await self._journaled_send.send(accepted)  # waits while JOURNAL_QUEUE batches queue
 
     async def run_journal(self) -> None:
@@ -185,14 +191,21 @@ class Recording:
         try:
             async with self._journaled_send, self._journaled_receive:
                 async for first in self._journaled_receive:
+                    await self._quiet.wait()  # durable in the journal meanwhile
                     batch = with_waiting(self._journaled_receive, list(first), MAX_BATCH_EPISODES)
                     await self._commit_journaled(batch)
         finally:
             self.journal.close()
 
+    async def session_flushed(self, session: str) -> None:
+        """:meth:`journal_flushed` for a read of one session's episodes: it waits only while some of
+        them are journaled and not yet stored, or while the start's replay runs."""
+        if not self._journal_replayed.is_set() or self._unstored[session]:
+            await self.journal_flushed()
+
     async def journal_flushed(self, timeout_s: float = 5.0) -> None:
         """Wait (bounded) until every journaled episode is in the store: reads see what was recorded."""
-        with anyio.move_on_after(timeout_s):
+        with anyio.move_on_after(timeout_s), self._quiet.hurried():
             await self._journal_replayed.wait()
             while self.journal.pending:
                 await self._committed.wait()
@@ -210,6 +223,7 @@ class Recording:
                 delay = min(60.0, delay * 2)
                 continue
             self.journal.committed(len(episodes))
+            self._unstored -= Counter(e.session for e in episodes)
             self._committed.set()
             self._committed = anyio.Event()
             return

@@ -57,6 +57,7 @@ from mnemo.store.server import ServerOptions
 from mnemo.usage.audit import Auditor
 
 logger = logging.getLogger(__name__)
+EXIT_FLUSH_S = 2.0  # at exit, what the hooks recorded is stored within this long (episodes left: at the next start)
 
 
 class Daemon:
@@ -99,7 +100,9 @@ class Daemon:
             # On a server, other daemons write too: the index follows what they commit.
             is_shared = not settings.store.startswith("chdb://")
             self.follower = Follower(self.calls, self.index, settings.store_poll_s, enabled=is_shared)
-            self.recording = Recording(self.calls, settings, SecretRedactor(), self.index.add_episodes)
+            self.recording = Recording(
+                self.calls, settings, SecretRedactor(), self.index.add_episodes, self.index.quiet
+            )
             self.recall = Recall(self.calls, self.index, self.recording)
             self.remembering = Remembering(self.calls, self.index, self.recording, settings)
             self.meter = TokenMeter(
@@ -113,7 +116,9 @@ class Daemon:
             self.recall.code.on_stale = CodeProposals(store, self.index, self._clock).propose
             self.keep = KeepSets(store, settings, self.calls)
             auditor = Auditor(self.distilling.auditing)
-            self.ledger = HookLedger(self.calls, settings, auditor, self.index.engine, self._clock)
+            self.ledger = HookLedger(
+                self.calls, settings, auditor, self.index.engine, self.index.quiet, self._clock
+            )
             self.hooks = HookEvents(
                 self.calls,
                 settings,
@@ -158,6 +163,11 @@ class Daemon:
             return
         try:
             self.distilling.close()
+            # What the hooks recorded waits for a quiet moment (mnemo.daemon.quiet): stored now,
+            # not at the next start (episodes) or never (the rows of what was injected).
+            with anyio.move_on_after(EXIT_FLUSH_S, shield=True):
+                await self.recording.journal_flushed()
+                await self.ledger.written()
             task_group.cancel_scope.cancel()
             await task_group.__aexit__(None, None, None)
             await self.index.save()
