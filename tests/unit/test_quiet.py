@@ -19,18 +19,23 @@ pytestmark = pytest.mark.anyio
 
 async def test_the_gate_waits_for_quiet_no_longer_than_its_bound_and_not_when_hurried() -> None:
     gate = QuietGate(quiet_s=60, longest_s=60)
+    journal, ledger = gate.writer(), gate.writer()
     with anyio.fail_after(5):
-        await gate.wait()  # no question yet: nothing to wait for
+        await journal.wait()  # no question yet: nothing to wait for
     gate.asked()
     with anyio.move_on_after(0.2) as waited:
-        await gate.wait()
+        await journal.wait()
     assert waited.cancelled_caught  # a question just came: the writers wait
-    with gate.hurried(), anyio.fail_after(5):
-        await gate.wait()  # someone waits for what they write
+    with ledger.hurried():
+        with anyio.fail_after(5):
+            await ledger.wait()  # someone waits for what it writes
+        with anyio.move_on_after(0.2) as waited:
+            await journal.wait()
+        assert waited.cancelled_caught  # the other writer still waits
     gate.longest_s = 0.1
     started = time.monotonic()
     with anyio.fail_after(5):
-        await gate.wait()  # questions may keep coming: the wait is bounded
+        await journal.wait()  # questions may keep coming: the wait is bounded
     assert time.monotonic() - started >= 0.1
 
 

@@ -55,7 +55,7 @@ class HookLedger:
         self._settings = settings
         self._auditor = auditor
         self._engine = engine
-        self._quiet = quiet
+        self._quiet = quiet.writer()
         self._clock = clock
         self._suppressed: dict[str, tuple[datetime, list[suppression.Suppressed]]] = {}
         self._audit_send, self._audit_receive = anyio.create_memory_object_stream[AuditJob](AUDIT_QUEUE)
@@ -126,6 +126,7 @@ class HookLedger:
 
     async def stats(self, days: int) -> Stats:
         """The last ``days`` UTC days, today included (:mod:`mnemo.usage.stats`)."""
+        await self.written()  # the rows of what the hooks injected, waiting for a quiet moment
         now = self._clock()
         until = datetime.combine(now.date() + timedelta(days=1), time(), tzinfo=UTC)
         since = until - timedelta(days=days)
@@ -140,6 +141,7 @@ class HookLedger:
         now = self._clock()
         cached = self._suppressed.get(person)
         if cached is None or abs((now - cached[0]).total_seconds()) >= SUPPRESSED_TTL_S:
+            await self.written()  # the sessions' rows the verdicts are counted by
             found = await self._calls(suppression.suppressed, self.store, person, now)
             cached = self._suppressed[person] = (now, found)
         return {s.memory for s in cached[1] if workspace is None or s.workspace == workspace}
@@ -184,6 +186,7 @@ class HookLedger:
                     self._clock(),
                 )
             )
+        await self.written()  # what suppression counts a verdict by: its session's row, the injections
         await self._calls(self.store.put_verdicts, rows)
         self._suppressed.pop(job.person, None)
         self.audits_done += 1

@@ -29,7 +29,6 @@ class QuietGate:
         self.quiet_s = quiet_s
         self.longest_s = longest_s
         self._last = -math.inf
-        self._hurried = 0
 
     def asked(self) -> None:
         """A question came (a hook's or a tool's recall)."""
@@ -39,9 +38,21 @@ class QuietGate:
         """Seconds since the last question."""
         return time.monotonic() - self._last
 
+    def writer(self) -> QuietWriter:
+        """A background writer's own wait on this clock (hurried apart from the others')."""
+        return QuietWriter(self)
+
+
+class QuietWriter:
+    """One background writer's wait: on the gate's clock, unless someone waits for what it writes."""
+
+    def __init__(self, gate: QuietGate) -> None:
+        self._gate = gate
+        self._hurried = 0
+
     @contextmanager
     def hurried(self) -> Iterator[None]:
-        """While inside, the writers do not wait: someone is waiting for what they write."""
+        """While inside, this writer does not wait: someone is waiting for what it writes."""
         self._hurried += 1
         try:
             yield
@@ -49,11 +60,11 @@ class QuietGate:
             self._hurried -= 1
 
     async def wait(self) -> None:
-        """Return once no question has come for ``quiet_s``, ``longest_s`` from now at most, or as
-        soon as someone hurries the writers."""
-        deadline = time.monotonic() + self.longest_s
+        """Return once no question has come for the gate's ``quiet_s``, ``longest_s`` from now at
+        most, or as soon as someone hurries this writer."""
+        deadline = time.monotonic() + self._gate.longest_s
         while not self._hurried:
-            left = min(self.quiet_s - self.quiet_for(), deadline - time.monotonic())
+            left = min(self._gate.quiet_s - self._gate.quiet_for(), deadline - time.monotonic())
             if left <= 0:
                 return
             await anyio.sleep(min(left, 0.05))  # a hurry is seen within 50 ms

@@ -139,7 +139,7 @@ class Recording:
         )
         self._journal_replayed = anyio.Event()
         self._committed = anyio.Event()  # set (and replaced) at each commit of journaled episodes
-        self._quiet = quiet
+        self._quiet = quiet.writer()
         self._unstored: Counter[str] = Counter()  # per session, journaled episodes not in the store
 
     def redact(self, text: str) -> str:
