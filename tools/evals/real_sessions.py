@@ -1,5 +1,5 @@
 """Real Claude Code and Codex sessions that their owners committed to public repositories: the
-data the writer's precision is measured on (docs/benchmarks.md, "The writer on real sessions").
+data the writer's precision is measured on (docs/benchmarks/writer.md, "The writer on real sessions").
 
 The transcripts are not in this repository (most of their repositories carry no licence);
 ``tests/data/real_sessions/manifest.jsonl`` names each one — repository, commit, path, sha256 —

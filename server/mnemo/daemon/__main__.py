@@ -5,7 +5,7 @@ import os
 # numpy's OpenBLAS reads this once, when numpy is first imported, hence before any import that
 # could bring numpy in. One thread: a question's matrices are too small to gain from a second,
 # while OpenBLAS's idle workers spin for a while after every call, taking the other core from
-# the hooks and recalls that come next (docs/benchmarks.md, "One BLAS thread in the daemon").
+# the hooks and recalls that come next (docs/benchmarks/recall.md, "One BLAS thread in the daemon").
 # Set in the environment, it is left as it is (e.g. 2 for a bulk re-embed).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # noqa: TID251 - a library's knob, set, not read
 
@@ -20,7 +20,7 @@ from mnemo.paths import HASH_SEED_ENV, index_hash_seed
 # glibc serves a block this large or larger from a mapping of its own, given back when freed. Left
 # to itself it raises that threshold each time such a block is freed (up to 32 MB), after which a
 # search's or a page's buffers come from the heap and stay resident when freed, after the first
-# start's build and over recalls alike (measured in docs/benchmarks.md, "Memory at a million").
+# start's build and over recalls alike (measured in docs/benchmarks/recall.md, "Memory at a million").
 # A fixed threshold keeps them mappings.
 _MMAP_THRESHOLD = 1 << 20
 _M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)

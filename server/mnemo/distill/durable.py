@@ -20,7 +20,7 @@ It was fitted on **drafted notes** too (the ``note`` kind and threshold), to kee
 chores and work logs ("Upgraded axios to 1.7.2") as episodes only; on our own scenarios that veto
 dropped right memories (the Thursday deploys, the release procedure), so the writer does not use
 it; nor, on blind scenarios, did a draft resting on a person's command (the sentence it is
-nearest not durable) generalise as a reason to wait for a person (docs/benchmarks.md, "The
+nearest not durable) generalise as a reason to wait for a person (docs/benchmarks/writer.md, "The
 writer on data it was not tuned on").
 
 Weights are per embedder (``weights/durable/<model id>.json``): a vector is only meaningful to

@@ -4,7 +4,7 @@ now, a work log, a transient state, a code detail, a name or a fragment — or a
 ('').
 
 The word lists were written from the fit part of the real sessions (tests/data/real_sessions),
-scored once on each of its blind parts and then widened from their verdicts (docs/benchmarks.md,
+scored once on each of its blind parts and then widened from their verdicts (docs/benchmarks/writer.md,
 "The writer on real sessions", says which figure is which). :mod:`mnemo.distill.gate`
 drops drafts by them, and `mnemo audit` (:mod:`mnemo.health`) flags what a store holds by them.
 """

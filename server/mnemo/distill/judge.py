@@ -59,7 +59,7 @@ from mnemo.store.distill import JudgeLogRow
 
 THRESHOLD = 0.6
 # The cosine of two statements' embeddings under which they share no subject, per embedder:
-# chosen on labelled pairs and our own and the fit scenarios (docs/benchmarks.md, "The writer on
+# chosen on labelled pairs and our own and the fit scenarios (docs/benchmarks/writer.md, "The writer on
 # data it was not tuned on"). An embedder without one closes by the relation alone.
 APART_COSINE = {"use-multilingual-v3": 0.3}
 CLOSING = frozenset({"updates", "contradicts"})

@@ -2,7 +2,7 @@
 
 This is the only module that imports ``openai``, and only once a model is configured: the SDK is
 hundreds of modules, whose time and memory a daemon that runs no writer is spared
-(docs/benchmarks.md, "Memory at a million"). Every call is checked against the daily token cap
+(docs/benchmarks/recall.md, "Memory at a million"). Every call is checked against the daily token cap
 first and metered after (:mod:`mnemo.distill.meter`); the client's own bounded retries cover
 timeouts, dropped connections and 408/409/429/5xx answers (``llm_max_retries``, exponential
 back-off); what still fails is a :class:`~mnemo.errors.ModelError` whose message names the

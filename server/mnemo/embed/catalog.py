@@ -30,7 +30,7 @@ _FAMILY_RANK = {"embeddinggemma": 0}
 # Sizes a family's vectors are trained to be cut to (Matryoshka), for the embedding_dims setting.
 MATRYOSHKA_DIMS: dict[str, tuple[int, ...]] = {"embeddinggemma": (512, 256, 128)}
 # What embedding_dims = "auto" keeps: EmbeddingGemma at 512 holds LoCoMo (R@10 80.5 against 80.6
-# at 768) for two thirds of the vector index's RAM (docs/benchmarks.md, memory at a million).
+# at 768) for two thirds of the vector index's RAM (docs/benchmarks/recall.md, memory at a million).
 DEFAULT_DIMS: dict[str, int] = {"embeddinggemma": 512}
 # Models whose files are known byte for byte: a manifest claiming one of these ids must list
 # exactly one of its sets of hashes. tools/models/build_embeddinggemma.py rebuilds model.onnx

@@ -33,7 +33,7 @@ _MAX_BATCH = 32
 # A run over more tokens than this gives its buffers back to the system when it ends. ONNX
 # Runtime's arena otherwise keeps what its largest run took for the process's life (long texts,
 # cut to one length, batch together); a question's run stays below, and keeps the arena's speed
-# (tools/bench/bench_embed_memory.py measures both; docs/benchmarks.md, the model's arena).
+# (tools/bench/bench_embed_memory.py measures both; docs/benchmarks/recall.md, the model's arena).
 _SHRINK_TOKENS = 512
 
 

@@ -4,7 +4,7 @@ Built inside the daemon, the memories' index leaves the daemon's heap larger tha
 build parses every memory and lets go of most of what it made, what it keeps lies scattered among
 what it let go, and neither Python's small-object allocator nor glibc's malloc can give those
 pages back: a daemon that built its index holds more than one that read the same index from its
-image (measured in docs/benchmarks.md, "Memory at a million"). So a first start over a large store (no
+image (measured in docs/benchmarks/recall.md, "Memory at a million"). So a first start over a large store (no
 image yet, or one that did not check out) sends the store's memories and their vectors to
 ``python -m mnemo.index.image_build``, which builds the index as the daemon would, saves it as
 the image (:mod:`mnemo.index.image`) and exits, its heap with it; the daemon then reads the image

@@ -20,7 +20,7 @@ from mnemo.index.keys import KeyTable, grown
 
 # Filters' masks kept, at most this many and this many bytes in all (a mask is a byte a row: at a
 # million rows, 8 filters — a hook's session asks with one, so 8 serve as many sessions at once —
-# where 32 held 32 MB: docs/benchmarks.md, "Memory at a million").
+# where 32 held 32 MB: docs/benchmarks/recall.md, "Memory at a million").
 _MAX_CACHED_MASKS = 32
 _MAX_CACHED_MASK_BYTES = 8 << 20
 

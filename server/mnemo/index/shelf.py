@@ -4,7 +4,7 @@ Recall answers with a few memories and reads them from here (one ``pread`` each,
 cache once read), so the whole store's copies need not sit in the daemon's heap. What stays in
 RAM is each text's place in the file, in two arrays by number: the row of the search index that
 owns the shelf (:class:`~mnemo.index.engine.SearchIndex`), so it needs no table of keys beside
-the rows' (docs/benchmarks.md, "Memory at a million", says what each takes).
+the rows' (docs/benchmarks/recall.md, "Memory at a million", says what each takes).
 
 The file is unlinked as soon as it is created, in the directory given — the daemon's
 index directory, private to the user — so nothing is left behind when the process ends, however

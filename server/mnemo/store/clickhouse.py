@@ -125,7 +125,7 @@ class ClickHouseStore(
 
     def give_back_memory(self) -> None:
         """chDB's allocator (jemalloc) keeps the pages its queries freed for some seconds
-        (docs/benchmarks.md, "Memory at a million"); purged here at once, so that what the daemon
+        (docs/benchmarks/recall.md, "Memory at a million"); purged here at once, so that what the daemon
         holds once built is what it keeps. A server's memory is the server's own."""
         if self._is_embedded:
             with self._db.translated("giving back the embedded engine's freed memory"):

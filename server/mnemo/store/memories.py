@@ -171,7 +171,7 @@ class MemoryTables(Tables):
         where, parameters = self._db.scoped("1", {})
         with self._db.translated("counting memories"):
             # No FINAL: ids, not versions. DISTINCT takes half the time uniqExact did at 100k
-            # memories (docs/benchmarks.md, "Reading a memory's newest version").
+            # memories (docs/benchmarks/surfaces.md, "Reading a memory's newest version").
             sql = f"SELECT count() FROM (SELECT DISTINCT id FROM memories WHERE {where})"
             return int(self._db.command(sql, parameters))
 

@@ -22,7 +22,7 @@ identifiers, names and terms — while an unused one, even on the same subject, 
 
 The score is in [0, 1]; the usage audit (:mod:`mnemo.usage.audit`) turns it into a verdict with
 ``USED_AT`` and ``UNUSED_BELOW``. The weights and thresholds were fitted on real sessions and scored
-once on sets labelled or written by helpers who saw neither (docs/benchmarks.md, "Used or not,
+once on sets labelled or written by helpers who saw neither (docs/benchmarks/usage.md, "Used or not,
 without a model").
 """
 
