@@ -1,6 +1,6 @@
 """The background store work waits for the hooks' questions to go quiet (mnemo.daemon.quiet): a
-hook's episode reaches the store after a quiet moment, or at once when something must read it; a
-new session's first hook does not wait for another session's episodes to be stored."""
+hook's episode and rows reach the store after a quiet moment, or at once when something must read
+them; a new session's first hook does not wait for another session's episodes to be stored."""
 
 from __future__ import annotations
 
@@ -43,21 +43,29 @@ def _input(session: str, **fields: Any) -> dict[str, Any]:
     return {"session_id": session, "cwd": "/srv/app", "transcript_path": f"/h/p/{session}.jsonl", **fields}
 
 
-async def test_a_prompts_episode_waits_for_quiet_but_not_for_a_reader(home: Home) -> None:
+async def test_a_hooks_writes_wait_for_quiet_but_not_for_a_reader(home: Home) -> None:
     async with Daemon(home.settings) as daemon:
         await daemon.index.built()
         daemon.index.quiet.quiet_s = daemon.index.quiet.longest_s = 60  # never quiet, in this test
         await daemon.hooks.handle("UserPromptSubmit", _input("s-a", prompt="which day do we deploy?"), "")
         await anyio.sleep(0.3)
         assert daemon.recording.journal.pending == 1  # journaled (durable), not stored yet
-        # Another session's first hook reads its own history only: it does not store s-a's episode.
+        # Another session's first hooks read their own history only: s-a's episode stays unstored.
         await daemon.hooks.handle("SessionStart", _input("s-b", source="startup"), "")
         await daemon.hooks.handle("UserPromptSubmit", _input("s-b", prompt="and the staging reset?"), "")
         await anyio.sleep(0.3)
         assert daemon.recording.journal.pending == 2
-        # Reading s-a's episodes stores them first, without waiting for quiet.
+        # Their rows wait too, until a reader needs them: stats count both sessions.
         with anyio.fail_after(10):
-            await daemon.recording.session_flushed("s-a")
+            stats = await daemon.ledger.stats(1)
+        assert stats.sessions == 2
+        # s-a picked up again (dropped from memory, as after SessionEnd): its first hook has its
+        # episode stored before reading its history, so it goes on at turn 2.
+        daemon.hooks.sessions.drop("s-a")
+        with anyio.fail_after(10):
+            await daemon.hooks.handle("UserPromptSubmit", _input("s-a", prompt="and on Fridays?"), "")
+        state = daemon.hooks.sessions.get("s-a")
+        assert state is not None and state.turn == 2
+        with anyio.fail_after(10):
+            await daemon.recording.journal_flushed()
         assert daemon.recording.journal.pending == 0
-        _, history = await daemon.calls(daemon.store.session_state, "s-a")
-        assert (history.turn, history.last_prompt) == (1, "which day do we deploy?")

@@ -196,6 +196,7 @@ class HookEvents:
         # What this daemon journaled (or replayed) of the session must be in the store before its
         # history is read; another session's episodes need not be (they wait for a quiet moment).
         await self._recording.session_flushed(session_id[:MAX_SESSION_CHARS])
+        await self.ledger.session_written(session_id)  # its injections, as its history reads them
         row, history = await self._calls(self.store.session_state, session_id)
         if row is None:
             row = self._new_row(session_id, client, payload)

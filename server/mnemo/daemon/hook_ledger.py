@@ -5,6 +5,7 @@ stats drawn from all of it (``mnemo stats``)."""
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
@@ -64,6 +65,7 @@ class HookLedger:
         ](LEDGER_QUEUE)
         self.audits_done = 0
         self._rows_queued = self._rows_done = 0
+        self._unwritten: Counter[str] = Counter()  # per session, rows given to later() not yet written
         self._rows_written = anyio.Event()  # set (and replaced) at each batch written
 
     async def run(self) -> None:
@@ -96,6 +98,7 @@ class HookLedger:
                         "recording %d sessions and %d injections failed", len(sessions), len(injections)
                     )
                 self._rows_done += len(batch)
+                self._unwritten -= Counter(_session_of(r) for r in batch)
                 self._rows_written.set()
                 self._rows_written = anyio.Event()
 
@@ -107,6 +110,7 @@ class HookLedger:
             logger.warning("the hooks' ledger is full; %d rows not recorded", len(rows))
             return
         self._rows_queued += len(rows)
+        self._unwritten.update(_session_of(r) for r in rows)
 
     async def written(self) -> None:
         """Return once every row given to :meth:`later` so far is written (or failed to be)."""
@@ -114,6 +118,11 @@ class HookLedger:
         with self._quiet.hurried():
             while self._rows_done < target:
                 await self._rows_written.wait()
+
+    async def session_written(self, session: str) -> None:
+        """:meth:`written`, for a read of one session's rows: it waits only while some are unwritten."""
+        if self._unwritten[session]:
+            await self.written()
 
     async def _run_audits(self) -> None:
         """Audit finished turns, one at a time, on a worker thread (the model may be slow)."""
@@ -141,7 +150,6 @@ class HookLedger:
         now = self._clock()
         cached = self._suppressed.get(person)
         if cached is None or abs((now - cached[0]).total_seconds()) >= SUPPRESSED_TTL_S:
-            await self.written()  # the sessions' rows the verdicts are counted by
             found = await self._calls(suppression.suppressed, self.store, person, now)
             cached = self._suppressed[person] = (now, found)
         return {s.memory for s in cached[1] if workspace is None or s.workspace == workspace}
@@ -190,3 +198,7 @@ class HookLedger:
         await self._calls(self.store.put_verdicts, rows)
         self._suppressed.pop(job.person, None)
         self.audits_done += 1
+
+
+def _session_of(row: InjectionRow | SessionRow) -> str:
+    return row.session if isinstance(row, InjectionRow) else row.id

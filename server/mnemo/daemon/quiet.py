@@ -1,12 +1,14 @@
 """When the background store work runs: once the hooks' questions have gone quiet.
 
 A host waits on a hook; the daemon writes what the hook recorded (the prompt's episode, the rows
-of what it injected, the vectors of its passages) after answering. Started the moment a hook
-answers, that work shares two cores with the next hook: with prompts back to back, the daemon's
-answer took 35 ms p50 and 88 ms p95 against 16 and 32 ms with prompts 300 ms apart (10k memories,
-docs/benchmarks/surfaces.md). So each background writer waits until no question has come for
-``QUIET_S``, but never longer than ``LONGEST_S`` (what it writes is durable meanwhile: episodes in
-the journal, rows and vectors in memory), and not at all while someone waits for it to be written.
+of what it injected) after answering. Started the moment a hook answers, that work shares two
+cores with the next hook: with prompts back to back, the daemon's answer took 35 ms p50 and 88 ms
+p95 against 16 and 32 ms with prompts 300 ms apart (10k memories, docs/benchmarks/surfaces.md).
+So each background writer waits until no question has come for ``QUIET_S``, but never longer than
+``LONGEST_S``, and not at all once someone waits for what it writes. Meanwhile episodes are
+durable in the journal; the rows are held in memory only (a crash loses those of the last
+seconds, as it lost those of the last insert before). The passages' vectors wait on the same
+clock by the embedder's own rule (:mod:`mnemo.daemon.indexing`).
 """
 
 from __future__ import annotations
@@ -49,15 +51,19 @@ class QuietWriter:
     def __init__(self, gate: QuietGate) -> None:
         self._gate = gate
         self._hurried = 0
+        self._hurry = anyio.Event()  # set while someone is inside hurried()
 
     @contextmanager
     def hurried(self) -> Iterator[None]:
         """While inside, this writer does not wait: someone is waiting for what it writes."""
         self._hurried += 1
+        self._hurry.set()
         try:
             yield
         finally:
             self._hurried -= 1
+            if not self._hurried:
+                self._hurry = anyio.Event()
 
     async def wait(self) -> None:
         """Return once no question has come for the gate's ``quiet_s``, ``longest_s`` from now at
@@ -67,4 +73,5 @@ class QuietWriter:
             left = min(self._gate.quiet_s - self._gate.quiet_for(), deadline - time.monotonic())
             if left <= 0:
                 return
-            await anyio.sleep(min(left, 0.05))  # a hurry is seen within 50 ms
+            with anyio.move_on_after(left):
+                await self._hurry.wait()

@@ -179,13 +179,17 @@ class Recording:
 
         accepted = await anyio.to_thread.run_sync(accept_and_journal)
         self._unstored.update(e.session for e in accepted)
-        await self._journaled_send.send(accepted)  # waits while JOURNAL_QUEUE batches queue
+        # Journaled, so committed whatever happens to the request: a cancelled hook must not leave
+        # them out of the queue (stored only at the next start, and counted unstored until then).
+        with anyio.CancelScope(shield=True):
+            await self._journaled_send.send(accepted)  # waits while JOURNAL_QUEUE batches queue
 
     async def run_journal(self) -> None:
         """Commit journaled episodes to the store (first those a stopped daemon left), forever."""
         left = await anyio.to_thread.run_sync(self.journal.replay)
         if left:
             logger.info("replaying %d journaled episodes a stopped daemon had not stored", len(left))
+            self._unstored.update(e.session for e in left)  # what the commit below counts off
             await self._commit_journaled(left)
         self._journal_replayed.set()
         try:

@@ -168,8 +168,9 @@ class Daemon:
             # What the hooks recorded waits for a quiet moment (mnemo.daemon.quiet): stored now,
             # not at the next start (episodes) or never (the rows of what was injected).
             with anyio.move_on_after(EXIT_FLUSH_S, shield=True):
-                await self.recording.journal_flushed()
-                await self.ledger.written()
+                async with anyio.create_task_group() as flushing:
+                    flushing.start_soon(self.recording.journal_flushed)
+                    flushing.start_soon(self.ledger.written)
             task_group.cancel_scope.cancel()
             await task_group.__aexit__(None, None, None)
             await self.index.save()
