@@ -57,9 +57,8 @@ from mnemo.store.server import ServerOptions
 from mnemo.usage.audit import Auditor
 
 logger = logging.getLogger(__name__)
-EXIT_FLUSH_S = (
-    2.0  # at exit, what the hooks recorded is stored within this long (episodes left: at the next start)
-)
+# At exit, what the hooks recorded is stored within this long (episodes left: at the next start).
+EXIT_FLUSH_S = 2.0
 
 
 class Daemon:
